@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A long-running child whose stdout and stderr go to one log file. */
+export interface ManagedProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly logFile: string;
+  readonly child: ChildProcess;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process has exited. */
+  stop(graceMs?: number): Promise<void>;
+  exited(): boolean;
+}
+
+export function startProcess(
+  name: string,
+  command: string,
+  args: readonly string[],
+  logFile: string,
+  options: Omit<SpawnOptions, 'stdio'> = {},
+): ManagedProcess {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(command, args, { ...options, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  let done = false;
+  const exit = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      done = true;
+      resolve();
+    });
+    child.once('error', () => {
+      done = true;
+      resolve();
+    });
+  });
+  if (child.pid === undefined) {
+    throw new Error(`${name}: could not start ${command}; see ${logFile}`);
+  }
+  return {
+    name,
+    pid: child.pid,
+    logFile,
+    child,
+    exited: () => done,
+    async stop(graceMs = 10_000) {
+      if (done) return;
+      child.kill('SIGTERM');
+      const killed = sleep(graceMs).then(() => {
+        if (!done) child.kill('SIGKILL');
+      });
+      await Promise.race([exit, killed]);
+      await exit;
+    },
+  };
+}
+
+/** Polls `probe` until it resolves true, the process exits, or the deadline passes. */
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  options: { timeoutMs?: number; intervalMs?: number; process?: ManagedProcess } = {},
+): Promise<void> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (options.process?.exited()) {
+      throw new Error(
+        `${what}: ${options.process.name} exited before it was ready; see ${options.process.logFile}`,
+      );
+    }
+    try {
+      if (await probe()) return;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(options.intervalMs ?? 200);
+  }
+  const detail = lastError instanceof Error ? `: ${lastError.message}` : '';
+  const log = options.process ? `; see ${options.process.logFile}` : '';
+  throw new Error(`${what}: not ready after ${options.timeoutMs ?? 60_000} ms${detail}${log}`);
+}
