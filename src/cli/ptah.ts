@@ -1,0 +1,35 @@
+// `ptah`: the schema engine's command line. Thin: parse, call the engine, map the result to output and an
+// exit code. Each command family lives in its own module and registers here.
+import { runMigrationsCommand } from './migrations-command.ts';
+import { runSchemaCommand } from './schema-command.ts';
+import { EXIT } from './exit-codes.ts';
+
+const USAGE = `usage: ptah <command> [options]
+
+commands:
+  schema      inspect, plan, apply and drift a declared schema
+  migrations  versioned migrations: new, hash, validate, status, up, baseline, repair, set
+
+The database URL comes from --url or the PTAH_DB_URL environment variable.
+Run 'ptah <command> --help' for a command's options.`;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'schema':
+      return await runSchemaCommand(rest);
+    case 'migrations':
+      return await runMigrationsCommand(rest);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(USAGE + '\n');
+      return command === undefined ? EXIT.usage : EXIT.ok;
+    default:
+      process.stderr.write(`ptah: unknown command "${command}"\n\n${USAGE}\n`);
+      return EXIT.usage;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
