@@ -1,0 +1,124 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { decideLease, type LeaseState } from './lease.ts';
+
+export interface LeaderElectionOptions {
+  readonly api: CoordinationV1Api;
+  readonly namespace: string;
+  readonly name: string;
+  readonly identity: string;
+  readonly leaseDurationSeconds?: number;
+  readonly renewEveryMs?: number;
+  readonly retryEveryMs?: number;
+  readonly log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+function toState(lease: V1Lease): LeaseState {
+  const spec = lease.spec ?? {};
+  return {
+    ...(spec.holderIdentity !== undefined ? { holderIdentity: spec.holderIdentity } : {}),
+    ...(spec.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: spec.leaseDurationSeconds } : {}),
+    ...(spec.acquireTime !== undefined ? { acquireTime: new Date(spec.acquireTime) } : {}),
+    ...(spec.renewTime !== undefined ? { renewTime: new Date(spec.renewTime) } : {}),
+    ...(spec.leaseTransitions !== undefined ? { leaseTransitions: spec.leaseTransitions } : {}),
+  };
+}
+
+function statusCode(error: unknown): number | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+/**
+ * Leader election on a coordination.k8s.io Lease. `run` waits until this process holds the Lease, calls
+ * `lead` with a signal that aborts when leadership is lost, and returns after that. Losing the Lease is
+ * meant to end the process: a leader that cannot renew must stop acting at once.
+ */
+export class LeaderElector {
+  private readonly duration: number;
+
+  constructor(private readonly options: LeaderElectionOptions) {
+    this.duration = options.leaseDurationSeconds ?? 15;
+  }
+
+  /** One attempt to take or renew the Lease; true when this identity holds it afterwards. */
+  async tryAcquireOrRenew(now = new Date()): Promise<boolean> {
+    const { api, namespace, name, identity } = this.options;
+    let existing: V1Lease | undefined;
+    try {
+      existing = await api.readNamespacedLease({ name, namespace });
+    } catch (error) {
+      if (statusCode(error) !== 404) throw error;
+    }
+    const decision = decideLease(existing ? toState(existing) : undefined, identity, this.duration, now);
+    if (decision.action === 'wait') return false;
+    const spec = {
+      holderIdentity: decision.next.holderIdentity,
+      leaseDurationSeconds: decision.next.leaseDurationSeconds,
+      acquireTime: decision.next.acquireTime,
+      renewTime: decision.next.renewTime,
+      leaseTransitions: decision.next.leaseTransitions,
+    } as V1Lease['spec'];
+    try {
+      if (decision.action === 'create' || existing === undefined) {
+        await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } });
+      } else {
+        await api.replaceNamespacedLease({
+          name,
+          namespace,
+          body: { metadata: { ...existing.metadata, name, namespace }, spec },
+        });
+      }
+      return true;
+    } catch (error) {
+      // Somebody else wrote first: we simply did not win this round.
+      if (statusCode(error) === 409) return false;
+      throw error;
+    }
+  }
+
+  async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
+    const retry = this.options.retryEveryMs ?? 2_000;
+    const renewEvery = this.options.renewEveryMs ?? Math.floor((this.duration * 1000) / 3);
+    while (!signal.aborted) {
+      let held = false;
+      try {
+        held = await this.tryAcquireOrRenew();
+      } catch (error) {
+        this.options.log?.('leader election attempt failed', { error: String(error) });
+      }
+      if (held) break;
+      await sleep(retry, undefined, { signal }).catch(() => undefined);
+    }
+    if (signal.aborted) return;
+    this.options.log?.('became leader', { lease: this.options.name, identity: this.options.identity });
+    const leadership = new AbortController();
+    const onStop = (): void => leadership.abort(new Error('shutting down'));
+    signal.addEventListener('abort', onStop, { once: true });
+    const renewing = (async () => {
+      let lastRenew = Date.now();
+      while (!leadership.signal.aborted) {
+        await sleep(renewEvery, undefined, { signal: leadership.signal }).catch(() => undefined);
+        if (leadership.signal.aborted) return;
+        try {
+          if (await this.tryAcquireOrRenew()) {
+            lastRenew = Date.now();
+            continue;
+          }
+          leadership.abort(new Error('leadership lost: another holder took the Lease'));
+        } catch (error) {
+          if (Date.now() - lastRenew > this.duration * 1000) {
+            leadership.abort(new Error(`leadership lost: could not renew the Lease (${String(error)})`));
+          }
+        }
+      }
+    })();
+    try {
+      await lead(leadership.signal);
+    } finally {
+      leadership.abort(new Error('leader loop ended'));
+      signal.removeEventListener('abort', onStop);
+      await renewing;
+    }
+  }
+}
