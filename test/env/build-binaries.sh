@@ -10,7 +10,10 @@ set -euo pipefail
 
 K8S_VERSION="${PTAH_K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${PTAH_ETCD_VERSION:-v3.6.16}"
-CACHE="${PTAH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ptah-operator}"
+if [ -z "${PTAH_CACHE:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then PTAH_CACHE=/var/cache/ptah-operator; else PTAH_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ptah-operator"; fi
+fi
+CACHE="$PTAH_CACHE"
 BIN="$CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 
