@@ -1,0 +1,107 @@
+/**
+ * The result an operation Pod reports: what the runner did, for which claim, and the bounded outputs the
+ * manager may act on. Shared by the runner (writer) and the manager (reader) through `frame.ts`.
+ *
+ * Nothing here may carry a credential, SQL text or row values except `plan.bytesBase64`: the plan bytes
+ * ARE the statements, and they travel to the manager only to be published into the plan store, which is
+ * where the seed says plan bytes live.
+ */
+
+/** Bumped whenever a field's meaning changes; a runner of another version is refused by the manager. */
+export const RUNNER_PROTOCOL_VERSION = 1;
+
+export const RUNNER_OPERATIONS = [
+  'observe',
+  'plan',
+  'apply',
+  'migration-history',
+  'migration-apply',
+  'check-snapshot',
+] as const;
+export type RunnerOperation = (typeof RUNNER_OPERATIONS)[number];
+
+export function isRunnerOperation(value: unknown): value is RunnerOperation {
+  return typeof value === 'string' && (RUNNER_OPERATIONS as readonly string[]).includes(value);
+}
+
+/** How the operation ended, from the runner's point of view. Never "converged": only a later plan says that. */
+export type RunnerOutcome =
+  /** Ptah ran and the runner accepted its output. */
+  | 'succeeded'
+  /** Ptah ran and failed, or its output was refused; nothing the runner knows was changed by a mutating op. */
+  | 'failed'
+  /** The runner refused before Ptah started: configuration, inputs, protocol. Nothing ran. */
+  | 'refused'
+  /** A mutating operation may have changed the database and the runner cannot say how far it got. */
+  | 'uncertain';
+
+export interface RunnerError {
+  /** A stable, typed code the manager maps to a condition reason, e.g. `plans_differ`. */
+  readonly code: string;
+  /** Short, redacted, human text. */
+  readonly message: string;
+}
+
+export interface DriftSummary {
+  /** sha256 of the raw drift report, which stays inside the Pod. */
+  readonly reportDigest: string;
+  readonly drifted: boolean;
+  readonly total: number;
+  /** Highest finding severity Ptah reported, or 'none'. */
+  readonly highestSeverity: string;
+  /** Findings per category, at most 64 categories; the rest are counted under `other`. */
+  readonly categories: Readonly<Record<string, number>>;
+}
+
+export interface PlanOutputs {
+  readonly planOutcome: 'Changes' | 'NoChanges';
+  /** sha256 of the exact plan bytes both plans produced. */
+  readonly planContentDigest: string;
+  readonly planSize: number;
+  /** The plan bytes, base64, present only for `Changes`. */
+  readonly bytesBase64?: string;
+  /** Statement count the apply dry-run reported for those bytes, when it reported one. */
+  readonly dryRunStatements?: number;
+}
+
+export interface ApplyOutputs {
+  readonly planContentDigest: string;
+  /** Whether the runner started the mutating child at all. */
+  readonly mutationStarted: boolean;
+}
+
+export interface SnapshotOutputs {
+  readonly contentDigest: string;
+  readonly files: number;
+  /** The manifest path that failed, when the snapshot was refused. */
+  readonly failingFile?: string;
+}
+
+export interface RunnerOutputs {
+  readonly drift?: DriftSummary;
+  readonly plan?: PlanOutputs;
+  readonly apply?: ApplyOutputs;
+  readonly snapshot?: SnapshotOutputs;
+}
+
+export interface OutputTruncation {
+  readonly stdoutBytesDropped: number;
+  readonly stderrBytesDropped: number;
+}
+
+export interface RunnerResult {
+  readonly protocolVersion: number;
+  readonly operation: RunnerOperation;
+  readonly operationId: string;
+  /** The runner's own exit code (see docs/runner.md). */
+  readonly exitCode: number;
+  /** The last `ptah` exit code, or -1 when the runner refused before starting it. */
+  readonly childExitCode: number;
+  readonly outcome: RunnerOutcome;
+  /** RFC 3339 instants. */
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly outputs: RunnerOutputs;
+  readonly error?: RunnerError;
+  readonly truncation?: OutputTruncation;
+}
