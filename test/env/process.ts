@@ -46,11 +46,12 @@ export function startProcess(
     async stop(graceMs = 10_000) {
       if (done) return;
       child.kill('SIGTERM');
-      const killed = sleep(graceMs).then(() => {
+      // A cleared timer, not a pending sleep: it must not hold the caller's event loop open.
+      const timer = setTimeout(() => {
         if (!done) child.kill('SIGKILL');
-      });
-      await Promise.race([exit, killed]);
+      }, graceMs);
       await exit;
+      clearTimeout(timer);
     },
   };
 }
