@@ -1,0 +1,179 @@
+/**
+ * The CustomResourceDefinitions, built from the schema descriptions in this directory. `scripts/gen-crds.ts`
+ * writes them to deploy/crds; a unit test proves the committed files are what this module builds.
+ */
+import { stringify } from 'yaml';
+import { API_GROUP, API_VERSION } from './meta.ts';
+import { ptahSchemaSpec, ptahSchemaStatus } from './ptah-schema.ts';
+import { ptahSchemaApprovalSpec, ptahSchemaApprovalStatus } from './ptah-schema-approval.ts';
+import { ptahSchemaPlanSpec, ptahSchemaPlanStatus } from './ptah-schema-plan.ts';
+import { openApi, type CelRule, type OpenApiSchema, type SchemaNode } from './schema-dsl.ts';
+
+export interface PrinterColumn {
+  readonly name: string;
+  readonly type: 'string' | 'integer' | 'boolean' | 'date' | 'number';
+  readonly jsonPath: string;
+  readonly priority?: number;
+  readonly description?: string;
+}
+
+interface KindDefinition {
+  readonly kind: string;
+  readonly plural: string;
+  readonly singular: string;
+  readonly shortNames: readonly string[];
+  readonly description: string;
+  readonly spec: SchemaNode<unknown>;
+  readonly status: SchemaNode<unknown>;
+  readonly printerColumns: readonly PrinterColumn[];
+  readonly rootRules?: readonly CelRule[];
+}
+
+const condition = (type: string) => `.status.conditions[?(@.type=="${type}")]`;
+const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+export const KINDS: readonly KindDefinition[] = [
+  {
+    kind: 'PtahSchema',
+    plural: 'ptahschemas',
+    singular: 'ptahschema',
+    shortNames: ['ptahs'],
+    description: 'A database schema declared from a source and converged through plans.',
+    spec: ptahSchemaSpec,
+    status: ptahSchemaStatus,
+    rootRules: [
+      {
+        rule: 'size(self.metadata.name) <= 63',
+        message: 'the name is carried whole in Job labels, so it must be at most 63 characters',
+      },
+    ],
+    printerColumns: [
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      { name: 'Digest', type: 'string', jsonPath: '.status.resolution.contentDigest', priority: 1 },
+      { name: 'Drift', type: 'integer', jsonPath: '.status.drift.total' },
+      { name: 'Approval', type: 'string', jsonPath: `${condition('ApprovalRequired')}.reason` },
+      { name: 'In Sync', type: 'string', jsonPath: `${condition('InSync')}.status` },
+      { name: 'Ready', type: 'string', jsonPath: `${condition('Ready')}.status` },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahSchemaPlan',
+    plural: 'ptahschemaplans',
+    singular: 'ptahschemaplan',
+    shortNames: ['ptahplan'],
+    description: 'An immutable plan computed for a PtahSchema; the only thing an Apply executes.',
+    spec: ptahSchemaPlanSpec,
+    status: ptahSchemaPlanStatus,
+    printerColumns: [
+      { name: 'Schema', type: 'string', jsonPath: '.spec.schemaRef.name' },
+      { name: 'Fingerprint', type: 'string', jsonPath: '.spec.fingerprint', priority: 1 },
+      { name: 'Statements', type: 'integer', jsonPath: '.spec.binding.statementCount' },
+      { name: 'Destructive', type: 'boolean', jsonPath: '.spec.binding.destructive' },
+      { name: 'Ready', type: 'string', jsonPath: `${condition('Ready')}.status` },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahSchemaApproval',
+    plural: 'ptahschemaapprovals',
+    singular: 'ptahschemaapproval',
+    shortNames: ['ptahapprove'],
+    description: 'A decision to apply exactly one PtahSchemaPlan, stamped with the approver by admission.',
+    spec: ptahSchemaApprovalSpec,
+    status: ptahSchemaApprovalStatus,
+    printerColumns: [
+      { name: 'Schema', type: 'string', jsonPath: '.spec.schemaRef.name' },
+      { name: 'Plan', type: 'string', jsonPath: '.spec.planRef.name' },
+      { name: 'Approver', type: 'string', jsonPath: '.spec.approver.username' },
+      { name: 'Accepted', type: 'string', jsonPath: `${condition('Accepted')}.status` },
+      { name: 'Stale', type: 'string', jsonPath: `${condition('Stale')}.status` },
+      age,
+    ],
+  },
+];
+
+export interface CustomResourceDefinition {
+  readonly apiVersion: 'apiextensions.k8s.io/v1';
+  readonly kind: 'CustomResourceDefinition';
+  readonly metadata: { readonly name: string; readonly labels: Readonly<Record<string, string>> };
+  readonly spec: {
+    readonly group: string;
+    readonly scope: 'Namespaced';
+    readonly names: {
+      readonly kind: string;
+      readonly listKind: string;
+      readonly plural: string;
+      readonly singular: string;
+      readonly shortNames: readonly string[];
+      readonly categories: readonly string[];
+    };
+    readonly versions: readonly {
+      readonly name: string;
+      readonly served: boolean;
+      readonly storage: boolean;
+      readonly schema: { readonly openAPIV3Schema: OpenApiSchema };
+      readonly subresources: { readonly status: Record<string, never> };
+      readonly additionalPrinterColumns: readonly PrinterColumn[];
+    }[];
+  };
+}
+
+export function buildCrd(def: KindDefinition): CustomResourceDefinition {
+  const root: OpenApiSchema = {
+    description: def.description,
+    type: 'object',
+    properties: {
+      apiVersion: { type: 'string' },
+      kind: { type: 'string' },
+      metadata: { type: 'object' },
+      spec: openApi(def.spec),
+      status: openApi(def.status),
+    },
+    required: ['spec'],
+  };
+  if (def.rootRules !== undefined) root['x-kubernetes-validations'] = def.rootRules.map((r) => ({ ...r }));
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${def.plural}.${API_GROUP}`,
+      labels: { 'app.kubernetes.io/part-of': 'ptah-operator' },
+    },
+    spec: {
+      group: API_GROUP,
+      scope: 'Namespaced',
+      names: {
+        kind: def.kind,
+        listKind: `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular,
+        shortNames: def.shortNames,
+        categories: ['ptah'],
+      },
+      versions: [
+        {
+          name: API_VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: root },
+          subresources: { status: {} },
+          additionalPrinterColumns: def.printerColumns,
+        },
+      ],
+    },
+  };
+}
+
+export function buildCrds(): CustomResourceDefinition[] {
+  return KINDS.map(buildCrd);
+}
+
+/** The file each CRD is written to, relative to the repository root. */
+export function crdFileName(crd: CustomResourceDefinition): string {
+  return `deploy/crds/${crd.metadata.name}.yaml`;
+}
+
+export function renderCrdYaml(crd: CustomResourceDefinition): string {
+  return `# Generated by scripts/gen-crds.ts from src/api; do not edit.\n${stringify(crd, { lineWidth: 0, singleQuote: true })}`;
+}

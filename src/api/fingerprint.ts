@@ -1,0 +1,102 @@
+/**
+ * Fingerprints and the names derived from them. A fingerprint is the SHA-256 of the canonical JSON of a
+ * record whose every member is a named binding; changing any binding gives another fingerprint, so a
+ * changed input produces a different plan rather than a changed one.
+ */
+import { canonicalDigest, type Sha256Digest } from './digest.ts';
+import { PLAN_CONTRACT_VERSION, type PlanBinding } from './ptah-schema-plan.ts';
+import { policy as policyNode, type Engine, type PolicySpec } from './ptah-schema.ts';
+import { withDefaults } from './schema-dsl.ts';
+
+export class FingerprintError extends Error {
+  override readonly name = 'FingerprintError';
+}
+
+/** The fingerprint an approval names. Refuses any contract version but the one this release writes. */
+export function schemaPlanFingerprint(binding: PlanBinding): Sha256Digest {
+  if (binding.contractVersion !== PLAN_CONTRACT_VERSION) {
+    throw new FingerprintError(
+      `plan contract version ${binding.contractVersion} is not supported; this release uses ${PLAN_CONTRACT_VERSION}`,
+    );
+  }
+  if (
+    binding.sourceType === 'ConfigMap' &&
+    (binding.configMapUID === undefined || binding.configMapUID === '')
+  ) {
+    throw new FingerprintError('a plan from a ConfigMap source must bind the ConfigMap UID');
+  }
+  return canonicalDigest({ ...binding });
+}
+
+/**
+ * The policy as it affects a plan: defaults applied, sets sorted and deduplicated, protected tables
+ * lowercased (the engine matches them case-insensitively), so equivalent spellings give one fingerprint.
+ */
+export function normalisePolicy(policy: Partial<PolicySpec> | undefined): PolicySpec {
+  const p = withDefaults(policyNode, policy ?? {});
+  const set = (xs: readonly string[] | undefined) => (xs === undefined ? [] : [...new Set(xs)].sort());
+  return {
+    apply: p.apply,
+    allowDestructive: p.allowDestructive,
+    protectedTables: set(p.protectedTables?.map((t) => t.toLowerCase())),
+    exclude: set(p.exclude),
+  };
+}
+
+export function policyFingerprint(policy: Partial<PolicySpec> | undefined): Sha256Digest {
+  const p = normalisePolicy(policy);
+  return canonicalDigest({
+    apply: p.apply,
+    allowDestructive: p.allowDestructive,
+    protectedTables: p.protectedTables ?? [],
+    exclude: p.exclude ?? [],
+  });
+}
+
+/**
+ * The database realm: resources in one namespace naming one coordination key on one engine. The plaintext
+ * key never leaves spec; the digest names the realm's Lease.
+ */
+export function coordinationDigest(input: {
+  readonly engine: Engine;
+  readonly namespace: string;
+  readonly coordinationKey: string;
+}): Sha256Digest {
+  return canonicalDigest({
+    contractVersion: 1,
+    engine: input.engine,
+    namespace: input.namespace,
+    coordinationKey: input.coordinationKey,
+  });
+}
+
+/** Realm Lease name: lowercase base32 of the digest bytes fits a DNS label with room to spare. */
+export function realmLeaseName(digest: Sha256Digest): string {
+  return `ptah-t-${base32(Buffer.from(hexOf(digest), 'hex'))}`;
+}
+
+/** `ptah-plan-<24 hex>` from the fingerprint: the same bindings always name the same plan. */
+export function planName(fingerprint: Sha256Digest): string {
+  return `ptah-plan-${hexOf(fingerprint).slice(0, 24)}`;
+}
+
+export function hexOf(digest: Sha256Digest): string {
+  return digest.slice('sha256:'.length);
+}
+
+function base32(bytes: Uint8Array): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  let bits = 0;
+  let value = 0;
+  let out = '';
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += alphabet[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += alphabet[(value << (5 - bits)) & 31];
+  return out;
+}

@@ -1,0 +1,95 @@
+/**
+ * PtahSchemaPlan: the only thing an Apply may execute. Controller-created and immutable; its spec carries
+ * every binding of the fingerprint as a named field, so the fingerprint can be recomputed from the plan
+ * alone and compared with one recomputed from live inputs.
+ */
+import { API_GROUP, conditions, digest, objectName, objectRef, uid, type ObjectMeta } from './meta.ts';
+import { SOURCE_TYPES } from './ptah-schema.ts';
+import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
+
+/** Plan storage limits. The chunk count is derived so storage never advertises more than the runner executes. */
+export const MAX_PLAN_BYTES = 8 * 1024 * 1024;
+export const MAX_CHUNK_BYTES = 512 * 1024;
+export const MAX_PLAN_CHUNKS = Math.ceil(MAX_PLAN_BYTES / MAX_CHUNK_BYTES);
+
+/** The plan contract this release writes and the only one it accepts. 2: ConfigMap UID + content digest. */
+export const PLAN_CONTRACT_VERSION = 2;
+
+export const planBinding = object({
+  contractVersion: integer({ minimum: PLAN_CONTRACT_VERSION, maximum: PLAN_CONTRACT_VERSION }),
+  schemaUID: uid('UID of the PtahSchema; a reused name is another resource.'),
+  planContentDigest: digest('SHA-256 of the plan bytes.'),
+  sourceType: enumOf(SOURCE_TYPES),
+  configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
+  contentDigest: digest('Content digest of the source files.'),
+  coordinationDigest: digest('Digest of the database realm.'),
+  targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
+  observedStateFingerprint: digest('Fingerprint of the database state the plan was computed from.'),
+  desiredStateFingerprint: digest('Fingerprint of the declared state.'),
+  policyFingerprint: digest('Digest of the normalised spec.policy.'),
+  managerImage: string({ maxLength: 512 }),
+  managerRevision: string({ maxLength: 128 }),
+  controllerStateVersion: integer({ minimum: 1 }),
+  ptahVersion: string({ maxLength: 128 }),
+  runnerImage: string({ maxLength: 512 }),
+  runnerProtocolVersion: integer({ minimum: 1 }),
+  dialect: enumOf(['postgres', 'mysql']),
+  destructive: boolean(),
+  statementCount: integer({ minimum: 1 }),
+});
+export type PlanBinding = Infer<typeof planBinding>;
+
+export const planChunk = object({
+  name: objectName('Immutable ConfigMap holding the chunk.'),
+  index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1 }),
+  digest: digest('SHA-256 of the chunk bytes.'),
+  size: integer({ minimum: 1, maximum: MAX_CHUNK_BYTES }),
+});
+export type PlanChunk = Infer<typeof planChunk>;
+
+export const ptahSchemaPlanSpec = object(
+  {
+    schemaRef: objectRef('The PtahSchema the plan belongs to.'),
+    fingerprint: digest('SHA-256 of the canonical binding; what an approval names.'),
+    binding: planBinding,
+    size: integer({ minimum: 1, maximum: MAX_PLAN_BYTES }),
+    chunks: array(planChunk, { minItems: 1, maxItems: MAX_PLAN_CHUNKS, listType: 'atomic' }),
+  },
+  {
+    validations: [
+      { rule: 'self == oldSelf', message: 'a plan is immutable' },
+      {
+        rule: 'self.binding.schemaUID == self.schemaRef.uid',
+        message: 'binding.schemaUID must equal schemaRef.uid',
+      },
+    ],
+  },
+);
+export type PtahSchemaPlanSpec = Infer<typeof ptahSchemaPlanSpec>;
+
+export const publishedChunk = object({
+  name: objectName('The chunk ConfigMap.'),
+  uid: uid('UID read back after the chunk was verified.'),
+  index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1 }),
+});
+export type PublishedChunk = Infer<typeof publishedChunk>;
+
+export const ptahSchemaPlanStatus = object({
+  publishedChunks: optional(
+    array(publishedChunk, {
+      description: 'Committed only after every chunk was read back and verified.',
+      maxItems: MAX_PLAN_CHUNKS,
+      listType: 'atomic',
+    }),
+  ),
+  conditions: optional(conditions),
+});
+export type PtahSchemaPlanStatus = Infer<typeof ptahSchemaPlanStatus>;
+
+export interface PtahSchemaPlan {
+  readonly apiVersion: `${typeof API_GROUP}/v1alpha1`;
+  readonly kind: 'PtahSchemaPlan';
+  readonly metadata: ObjectMeta;
+  readonly spec: PtahSchemaPlanSpec;
+  readonly status?: PtahSchemaPlanStatus;
+}

@@ -1,0 +1,394 @@
+/**
+ * PtahSchema: a database schema (and reference rows) declared from a source, converged by the operator.
+ *
+ * The source is a ConfigMap today; `DESIRED_SOURCE_KINDS` lists the members of `spec.desired` so the
+ * exactly-one-source rule grows with it when OCI and Git sources arrive.
+ */
+import { DURATION_PATTERN } from './duration.ts';
+import {
+  API_GROUP,
+  CONFIG_MAP_KEY_PATTERN,
+  conditions,
+  digest,
+  objectName,
+  objectRef,
+  timestamp,
+  uid,
+  type ObjectMeta,
+} from './meta.ts';
+import { approver } from './ptah-schema-approval.ts';
+import {
+  array,
+  boolean,
+  defaulted,
+  enumOf,
+  integer,
+  object,
+  optional,
+  string,
+  withRules,
+  type Infer,
+} from './schema-dsl.ts';
+
+export const SCHEMA_PHASES = [
+  'Pending',
+  'Resolving',
+  'Verifying',
+  'Observing',
+  'Planning',
+  'AwaitingApproval',
+  'ReadyToApply',
+  'Applying',
+  'VerifyingConvergence',
+  'InSync',
+  'Blocked',
+  'Failed',
+  'Suspended',
+] as const;
+export type SchemaPhase = (typeof SCHEMA_PHASES)[number];
+
+export const SCHEMA_CONDITION_TYPES = [
+  'ArtifactResolved',
+  'ArtifactVerified',
+  'EngineSupported',
+  'DatabaseReachable',
+  'DriftDetected',
+  'PlanReady',
+  'ApprovalRequired',
+  'Applying',
+  'InSync',
+  'Ready',
+  'Suspended',
+  'ReconciliationFailed',
+] as const;
+export type SchemaConditionType = (typeof SCHEMA_CONDITION_TYPES)[number];
+
+export const OPERATION_TYPES = ['Resolve', 'Verify', 'Observe', 'Plan', 'Apply'] as const;
+export type OperationType = (typeof OPERATION_TYPES)[number];
+
+export const APPLY_POLICIES = ['Never', 'OnApproval', 'Always'] as const;
+export type ApplyPolicy = (typeof APPLY_POLICIES)[number];
+
+export const DRIFT_SEVERITIES = ['safe', 'info', 'warning', 'error', 'destructive'] as const;
+export type DriftSeverity = (typeof DRIFT_SEVERITIES)[number];
+
+export const SOURCE_TYPES = ['ConfigMap', 'OCI', 'Git'] as const;
+export type SourceType = (typeof SOURCE_TYPES)[number];
+
+/** A relative path without `.`/`..` segments or hidden names, so a file can never land outside its directory. */
+export const SOURCE_PATH_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$';
+
+const effectivePath = (v: string) => `(has(${v}.path) ? ${v}.path : ${v}.key)`;
+
+export const sourceFile = object(
+  {
+    key: string({
+      description: 'Key of the ConfigMap to read.',
+      pattern: CONFIG_MAP_KEY_PATTERN,
+      maxLength: 253,
+    }),
+    path: optional(
+      string({
+        description: 'Relative path the key becomes in the snapshot; defaults to the key.',
+        pattern: SOURCE_PATH_PATTERN,
+        maxLength: 253,
+      }),
+    ),
+  },
+  {
+    validations: [
+      {
+        rule: "has(self.path) || self.key.matches('^[A-Za-z0-9_][A-Za-z0-9._-]*$')",
+        message: 'a key that is not a safe file name needs an explicit path',
+      },
+    ],
+  },
+);
+export type SourceFile = Infer<typeof sourceFile>;
+
+export const configMapSource = object(
+  {
+    name: objectName('Name of the ConfigMap in the resource namespace.'),
+    files: array(sourceFile, {
+      description: 'The keys taken as files; other keys of the ConfigMap are ignored.',
+      minItems: 1,
+      maxItems: 64,
+      listType: 'map',
+      mapKeys: ['key'],
+      validations: [
+        {
+          rule: `self.all(a, self.exists_one(b, ${effectivePath('b')} == ${effectivePath('a')}))`,
+          message: 'two files have the same path',
+        },
+      ],
+    }),
+  },
+  { description: 'The desired state read from a ConfigMap, copied into an immutable snapshot.' },
+);
+export type ConfigMapSource = Infer<typeof configMapSource>;
+
+/** Members of spec.desired that name a source; exactly one must be set. */
+export const DESIRED_SOURCE_KINDS = ['configMap'] as const;
+
+export const desiredSource = withRules(object({ configMap: optional(configMapSource) }), [
+  {
+    rule: `[${DESIRED_SOURCE_KINDS.map((k) => `has(self.${k})`).join(', ')}].exists_one(x, x)`,
+    message: `exactly one source must be set: ${DESIRED_SOURCE_KINDS.join(', ')}`,
+  },
+]);
+export type DesiredSource = Infer<typeof desiredSource>;
+
+export const secretKeySelector = object({
+  name: objectName('Name of the Secret in the resource namespace.'),
+  key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+});
+
+export const target = object({
+  engine: string({
+    description: 'postgres or mysql (aliases postgresql, pgx, mariadb). Others are refused in status.',
+    pattern: '^[A-Za-z][A-Za-z0-9._-]*$',
+    minLength: 1,
+    maxLength: 63,
+  }),
+  coordinationKey: string({
+    description:
+      'Non-secret name of the database realm; resources naming one realm are serialised by a Lease.',
+    pattern: '^[a-z0-9](?:[a-z0-9._:/-]{0,251}[a-z0-9])?$',
+    minLength: 1,
+    maxLength: 253,
+  }),
+  urlFrom: secretKeySelector,
+});
+export type TargetSpec = Infer<typeof target>;
+
+const tableName = string({
+  pattern: '^[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?$',
+  minLength: 1,
+  maxLength: 127,
+});
+
+export const policy = object({
+  apply: defaulted(enumOf(APPLY_POLICIES), 'OnApproval'),
+  allowDestructive: defaulted(boolean(), false),
+  protectedTables: optional(
+    array(tableName, {
+      description: 'Tables (table or schema.table) the declarative path may never change.',
+      maxItems: 128,
+      listType: 'set',
+    }),
+  ),
+  exclude: optional(
+    array(string({ minLength: 1, maxLength: 256 }), {
+      description: 'Objects outside the managed scope, as the engine reads them.',
+      maxItems: 128,
+      listType: 'set',
+    }),
+  ),
+});
+export type PolicySpec = Infer<typeof policy>;
+
+const duration = (description: string, min: string, max: string) =>
+  string({
+    description,
+    pattern: DURATION_PATTERN,
+    maxLength: 32,
+    validations: [
+      {
+        rule: `duration(self) >= duration('${min}') && duration(self) <= duration('${max}')`,
+        message: `must be between ${min} and ${max}`,
+      },
+    ],
+  });
+
+export const execution = object({
+  activeDeadlineSeconds: defaulted(integer({ minimum: 30, maximum: 86400 }), 900),
+  failureRetryInterval: defaulted(duration('Wait before a failed operation is retried.', '5s', '1h'), '30s'),
+});
+
+export const ptahSchemaSpec = object({
+  target,
+  desired: desiredSource,
+  policy: defaulted(policy, {} as PolicySpec),
+  interval: defaulted(duration('How often the database is read again.', '10s', '24h'), '10m'),
+  execution: defaulted(execution, {} as Infer<typeof execution>),
+  suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
+});
+export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
+
+export const executionBinding = object({
+  managerImage: string({ maxLength: 512 }),
+  managerRevision: string({ maxLength: 128 }),
+  controllerStateVersion: integer({ minimum: 1 }),
+  ptahVersion: string({ maxLength: 128 }),
+  runnerImage: string({ maxLength: 512 }),
+  runnerProtocolVersion: integer({ minimum: 1 }),
+});
+export type ExecutionBinding = Infer<typeof executionBinding>;
+
+export const resolution = object({
+  sourceType: enumOf(SOURCE_TYPES),
+  configMapName: optional(objectName('The source ConfigMap read.')),
+  configMapUID: optional(
+    uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),
+  ),
+  contentDigest: digest('SHA-256 of the snapshot manifest.'),
+  snapshotName: optional(objectName('The immutable ptah-src-<hash> ConfigMap holding the files.')),
+  fileCount: integer({ minimum: 0 }),
+  size: integer({ minimum: 0, description: 'Total bytes of the selected files.' }),
+  resolvedAt: timestamp('When the source was read.'),
+});
+export type Resolution = Infer<typeof resolution>;
+
+export const targetStatus = object({
+  engine: optional(enumOf(['postgres', 'mysql'])),
+  coordinationDigest: optional(digest('Digest of the database realm; names its Lease.')),
+  identityDigest: optional(
+    digest('Credential-free identity of the route to the database, reported by the runner.'),
+  ),
+  lastObservedAt: optional(timestamp('When the database was last read.')),
+});
+
+export const driftCategory = object({
+  category: string({ pattern: '^[a-z][a-z0-9_]*$', maxLength: 64 }),
+  count: integer({ minimum: 0 }),
+  severity: enumOf(DRIFT_SEVERITIES),
+});
+
+export const drift = object({
+  reportDigest: digest('Digest of the raw drift report, which stays inside the runner.'),
+  dialect: enumOf(['postgres', 'mysql']),
+  total: integer({ minimum: 0 }),
+  highestSeverity: enumOf(DRIFT_SEVERITIES),
+  categories: optional(array(driftCategory, { maxItems: 64, listType: 'map', mapKeys: ['category'] })),
+  truncated: optional(boolean()),
+  observedAt: timestamp('When the drift was read.'),
+});
+export type DriftSummary = Infer<typeof drift>;
+
+export const claim = object(
+  {
+    type: enumOf(OPERATION_TYPES),
+    operationId: digest('Deterministic id of the operation.'),
+    inputsFingerprint: digest('Digest of everything the operation was decided from.'),
+    jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+    jobUID: optional(uid('UID of the created Job, once read back.')),
+    attempt: integer({ minimum: 1 }),
+    generation: integer({
+      format: 'int64',
+      minimum: 0,
+      description: 'The resource generation claimed under.',
+    }),
+    startedAt: timestamp('When the claim was written.'),
+    dispatchStarted: optional(
+      boolean({ description: 'Set before the Job is created; never cleared for Apply.' }),
+    ),
+    contentDigest: optional(digest('Content digest the operation is bound to.')),
+    snapshotName: optional(objectName('Snapshot the operation mounts.')),
+    planRef: optional(objectRef('Plan an Apply executes.')),
+    approvalRef: optional(objectRef('Approval an Apply consumes.')),
+    leaseEpoch: optional(string({ maxLength: 64 })),
+    leaseDurationSeconds: optional(integer({ minimum: 5, maximum: 86460 })),
+  },
+  { description: 'The operation in flight, written before its Job exists.' },
+);
+export type Claim = Infer<typeof claim>;
+
+export const planStatus = object({
+  name: objectName('The current PtahSchemaPlan.'),
+  uid: uid('UID of the plan.'),
+  fingerprint: digest('Fingerprint an approval must name.'),
+  contentDigest: digest('SHA-256 of the plan bytes.'),
+  destructive: boolean(),
+  statementCount: integer({ minimum: 0 }),
+  createdAt: timestamp('When the plan was published.'),
+  approval: optional(
+    object({
+      name: objectName('The approval accepted.'),
+      uid: uid('UID of the approval.'),
+      approver,
+      approvedAt: timestamp('When admission stamped the approval.'),
+    }),
+  ),
+});
+export type PlanStatus = Infer<typeof planStatus>;
+
+export const applied = object({
+  planRef: objectRef('The plan applied.'),
+  planFingerprint: digest('Fingerprint of the plan applied.'),
+  contentDigest: digest('Content digest the plan was computed from.'),
+  completedAt: timestamp('When convergence was proven by a fresh no-change plan.'),
+});
+
+export const JOURNAL_ENTRY_TYPES = [
+  'PlanPublished',
+  'ApprovalAccepted',
+  'ApplyFinished',
+  'Verified',
+  'RunFinished',
+  'RunAcknowledged',
+  'OperationFailed',
+] as const;
+export type JournalEntryType = (typeof JOURNAL_ENTRY_TYPES)[number];
+
+const reason = string({ pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$', maxLength: 128 });
+
+export const journalEntry = object({
+  type: enumOf(JOURNAL_ENTRY_TYPES),
+  time: timestamp('When it happened (for a coalesced failure, the first of the run).'),
+  reason: optional(reason),
+  outcome: optional(string({ pattern: '^[A-Za-z]+$', maxLength: 64 })),
+  operation: optional(enumOf(OPERATION_TYPES)),
+  plan: optional(objectName('A plan in the resource namespace.')),
+  approval: optional(objectName('An approval in the resource namespace.')),
+  approver: optional(string({ maxLength: 512 })),
+  startedAt: optional(timestamp('When the operation started, to read how long it took.')),
+  count: optional(integer({ minimum: 1, description: 'Failures in a row with this operation and reason.' })),
+  lastTime: optional(timestamp('The last of the coalesced failures.')),
+});
+export type JournalEntry = Infer<typeof journalEntry>;
+
+export const journal = object({
+  coveredSince: timestamp('The journal is complete from this instant on.'),
+  entries: array(journalEntry, { maxItems: 64, listType: 'atomic' }),
+});
+export type Journal = Infer<typeof journal>;
+
+export const ptahSchemaStatus = object({
+  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
+  phase: optional(enumOf(SCHEMA_PHASES)),
+  conditions: optional(conditions),
+  executionBinding: optional(executionBinding),
+  resolution: optional(resolution),
+  target: optional(targetStatus),
+  drift: optional(drift),
+  claim: optional(claim),
+  plan: optional(planStatus),
+  applied: optional(applied),
+  journal: optional(journal),
+  lastReadRequest: optional(string({ maxLength: 80, description: 'The read request last answered.' })),
+  lastAttemptTime: optional(timestamp('When an operation last started.')),
+  nextReconciliationTime: optional(timestamp('When the database is read again.')),
+});
+export type PtahSchemaStatus = Infer<typeof ptahSchemaStatus>;
+
+export interface PtahSchema {
+  readonly apiVersion: `${typeof API_GROUP}/v1alpha1`;
+  readonly kind: 'PtahSchema';
+  readonly metadata: ObjectMeta;
+  readonly spec: PtahSchemaSpec;
+  readonly status?: PtahSchemaStatus;
+}
+
+export type Engine = 'postgres' | 'mysql';
+const ENGINE_ALIASES: Readonly<Record<string, Engine>> = {
+  postgres: 'postgres',
+  postgresql: 'postgres',
+  pgx: 'postgres',
+  mysql: 'mysql',
+  mariadb: 'mysql',
+};
+
+/** The engine a spec names, or undefined when it is unsupported (a Blocked resource, not an admission refusal). */
+export function canonicalEngine(engine: string): Engine | undefined {
+  return ENGINE_ALIASES[engine.toLowerCase()];
+}

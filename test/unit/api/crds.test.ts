@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { buildCrds, crdFileName, renderCrdYaml } from '../../../src/api/crds.ts';
+import type { OpenApiSchema } from '../../../src/api/schema-dsl.ts';
+
+const root = join(import.meta.dirname, '..', '..', '..');
+const crds = buildCrds();
+const byKind = (kind: string) => {
+  const crd = crds.find((c) => c.spec.names.kind === kind);
+  assert.ok(crd, kind);
+  return crd.spec.versions[0]!;
+};
+
+describe('CRDs', () => {
+  for (const crd of crds) {
+    it(`${crdFileName(crd)} is what scripts/gen-crds.ts generates (run it after changing src/api)`, () => {
+      assert.equal(readFileSync(join(root, crdFileName(crd)), 'utf8'), renderCrdYaml(crd));
+    });
+  }
+
+  it('names the kinds, short names and group the operator serves', () => {
+    assert.deepEqual(
+      crds.map((c) => [c.metadata.name, c.spec.names.shortNames]),
+      [
+        ['ptahschemas.operator.ptah.run', ['ptahs']],
+        ['ptahschemaplans.operator.ptah.run', ['ptahplan']],
+        ['ptahschemaapprovals.operator.ptah.run', ['ptahapprove']],
+      ],
+    );
+    for (const c of crds) {
+      assert.deepEqual(c.spec.versions[0]!.subresources, { status: {} });
+      assert.equal(c.spec.versions[0]!.name, 'v1alpha1');
+    }
+  });
+
+  it('makes plans and approvals immutable with self == oldSelf on spec', () => {
+    for (const kind of ['PtahSchemaPlan', 'PtahSchemaApproval']) {
+      const spec = byKind(kind).schema.openAPIV3Schema.properties!['spec']!;
+      assert.ok(
+        spec['x-kubernetes-validations']?.some((r) => r.rule === 'self == oldSelf'),
+        kind,
+      );
+    }
+  });
+
+  it('requires exactly one desired source and defaults apply to OnApproval', () => {
+    const spec = byKind('PtahSchema').schema.openAPIV3Schema.properties!['spec']!;
+    const desired = spec.properties!['desired']!;
+    assert.deepEqual(
+      desired['x-kubernetes-validations']?.map((r) => r.rule),
+      ['[has(self.configMap)].exists_one(x, x)'],
+    );
+    assert.equal(spec.properties!['policy']!.properties!['apply']!.default, 'OnApproval');
+    assert.deepEqual(spec.properties!['policy']!.default, {});
+  });
+
+  it('bounds every string and list a CEL rule reads, so the API server can estimate its cost', () => {
+    const unbounded: string[] = [];
+    const walk = (s: OpenApiSchema, at: string) => {
+      if (
+        s.type === 'string' &&
+        s.maxLength === undefined &&
+        s.enum === undefined &&
+        s.format !== 'date-time'
+      ) {
+        unbounded.push(at);
+      }
+      if (s.type === 'array' && s.maxItems === undefined) unbounded.push(at);
+      for (const [k, p] of Object.entries(s.properties ?? {})) walk(p, `${at}.${k}`);
+      if (s.items) walk(s.items, `${at}[]`);
+    };
+    for (const c of crds) {
+      const props = c.spec.versions[0]!.schema.openAPIV3Schema.properties!;
+      walk(props['spec']!, `${c.spec.names.kind}.spec`);
+      walk(props['status']!, `${c.spec.names.kind}.status`);
+    }
+    assert.deepEqual(unbounded, []);
+  });
+
+  it('prints phase, drift and readiness for a PtahSchema', () => {
+    assert.deepEqual(
+      byKind('PtahSchema').additionalPrinterColumns.map((c) => c.name),
+      ['Phase', 'Digest', 'Drift', 'Approval', 'In Sync', 'Ready', 'Age'],
+    );
+  });
+});
