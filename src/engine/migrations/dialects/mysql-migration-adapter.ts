@@ -1,0 +1,186 @@
+// MySQL/MariaDB: DDL commits implicitly, so files run statement by statement under a dirty revision row;
+// the migration lock is GET_LOCK, whose wait is bounded by its own timeout argument.
+import { createHash } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import type { RowDataPacket } from 'mysql2/promise';
+import type { MigrationAdapter, StatementErrorClass } from './migration-adapter.ts';
+import type { RevisionRow, RevisionTableName } from '../revision.ts';
+
+const quote = (ident: string) => '`' + ident.replace(/`/g, '``') + '`';
+
+/** Client-side codes mysql2 uses when the connection, not the statement, failed. */
+const CONNECTION_CODES = new Set([
+  'PROTOCOL_CONNECTION_LOST',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+]);
+/** Server errors that end the session: killed connection, server shutdown. */
+const CONNECTION_ERRNOS = new Set([1053, 1927, 2006, 2013]);
+
+interface RawRevision extends RowDataPacket {
+  version: string;
+  description: string;
+  checksum: string;
+  checkpoint: number;
+  applied_at: string;
+  execution_ms: string;
+  dirty: number;
+  statements_done: number | null;
+}
+
+export async function openMysqlMigrationAdapter(
+  url: string,
+  name: RevisionTableName,
+): Promise<MigrationAdapter> {
+  const u = new URL(url);
+  const conn = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    database: decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined,
+    multipleStatements: false,
+    dateStrings: true,
+    timezone: 'Z',
+  });
+  conn.on('error', () => undefined);
+  let schema = name.schema;
+  if (schema === undefined) {
+    const [rows] = await conn.query<RowDataPacket[]>('SELECT DATABASE() AS s');
+    schema = (rows[0]?.['s'] as string | null) ?? undefined;
+    if (schema === undefined) {
+      await conn.end();
+      throw new Error('the URL names no database; add /<database> or pass --revisions-table db.table');
+    }
+  }
+  const schemaName = schema;
+  const target = `${quote(schemaName)}.${quote(name.table)}`;
+  // GET_LOCK names are limited to 64 characters.
+  const lockName =
+    'ptah:' + createHash('sha256').update(`${schemaName}.${name.table}`).digest('hex').slice(0, 40);
+
+  return {
+    dialect: 'mysql',
+    supportsTransactionalDdl: false,
+    defaultTxMode: 'none',
+    schema: schemaName,
+    revisionTable: name.table,
+
+    async readRevisions() {
+      const [exists] = await conn.query<RowDataPacket[]>(
+        'SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?',
+        [schemaName, name.table],
+      );
+      if (exists.length === 0) return [];
+      const [rows] = await conn.query<RawRevision[]>(
+        `SELECT CAST(version AS CHAR) AS version, description, checksum, checkpoint, applied_at,
+                CAST(execution_ms AS CHAR) AS execution_ms, dirty, statements_done
+         FROM ${target} ORDER BY version`,
+      );
+      return rows.map((row): RevisionRow => ({
+        version: row.version,
+        description: row.description,
+        checksum: row.checksum,
+        checkpoint: Boolean(row.checkpoint),
+        appliedAt: new Date(row.applied_at.replace(' ', 'T') + 'Z').toISOString(),
+        executionMs: Number(row.execution_ms),
+        dirty: Boolean(row.dirty),
+        statementsDone: row.statements_done,
+      }));
+    },
+    async ensureRevisionTable() {
+      if (name.schema !== undefined) await conn.query(`CREATE DATABASE IF NOT EXISTS ${quote(schemaName)}`);
+      await conn.query(
+        `CREATE TABLE IF NOT EXISTS ${target} (
+          version BIGINT NOT NULL PRIMARY KEY,
+          description VARCHAR(1024) NOT NULL,
+          checksum CHAR(64) NOT NULL,
+          checkpoint BOOLEAN NOT NULL DEFAULT FALSE,
+          applied_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+          execution_ms BIGINT NOT NULL DEFAULT 0,
+          dirty BOOLEAN NOT NULL DEFAULT FALSE,
+          statements_done INT NULL
+        ) ENGINE=InnoDB`,
+      );
+    },
+    async insertRevision(row) {
+      await conn.query(
+        `INSERT INTO ${target} (version, description, checksum, checkpoint, execution_ms, dirty, statements_done) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        [
+          row.version,
+          row.description,
+          row.checksum,
+          row.checkpoint,
+          row.executionMs,
+          row.dirty,
+          row.statementsDone,
+        ],
+      );
+    },
+    async markRevisionClean(version, executionMs) {
+      await conn.query(
+        `UPDATE ${target} SET dirty = FALSE, statements_done = NULL, execution_ms = ?, applied_at = CURRENT_TIMESTAMP(3) WHERE version = ?`,
+        [executionMs, version],
+      );
+    },
+    async markRevisionStopped(version, statementsDone) {
+      await conn.query(`UPDATE ${target} SET dirty = TRUE, statements_done = ? WHERE version = ?`, [
+        statementsDone,
+        version,
+      ]);
+    },
+    async deleteRevision(version) {
+      await conn.query(`DELETE FROM ${target} WHERE version = ?`, [version]);
+    },
+
+    async acquireLock(timeoutMs) {
+      const [rows] = await conn.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
+        lockName,
+        Math.max(0, timeoutMs / 1000),
+      ]);
+      return Number(rows[0]?.['got']) === 1;
+    },
+    async releaseLock() {
+      await conn.query('SELECT RELEASE_LOCK(?)', [lockName]);
+    },
+
+    async begin() {
+      await conn.query('START TRANSACTION');
+    },
+    async commit() {
+      await conn.query('COMMIT');
+    },
+    async rollback() {
+      await conn.query('ROLLBACK');
+    },
+    async execute(sql) {
+      await conn.query(sql);
+    },
+    classifyError(error): StatementErrorClass {
+      const e = error as { errno?: unknown; sqlState?: unknown; code?: unknown; fatal?: unknown };
+      const errno = typeof e.errno === 'number' ? e.errno : null;
+      const sqlstate = typeof e.sqlState === 'string' && /^[0-9A-Z]{5}$/.test(e.sqlState) ? e.sqlState : null;
+      const lost =
+        e.fatal === true ||
+        (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) ||
+        (errno !== null && CONNECTION_ERRNOS.has(errno)) ||
+        sqlstate === null;
+      return { kind: lost ? 'connection' : 'statement', sqlstate, errno };
+    },
+
+    async describeColumns() {
+      const [rows] = await conn.query<RowDataPacket[]>(
+        `SELECT CONCAT(table_name, '.', column_name, ' ', column_type) AS c FROM information_schema.columns
+         WHERE table_schema = ? AND table_name <> ? ORDER BY 1`,
+        [schemaName, name.table],
+      );
+      return rows.map((row) => String(row['c']));
+    },
+    async close() {
+      await conn.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Splits a migration file into statements at top-level semicolons. It understands what can hide a
+ * semicolon: quoted strings and identifiers, comments and PostgreSQL dollar-quoted bodies. A statement's
+ * position is its 1-based index in the file; statements that are only comments or blank are dropped and
+ * do not count. `DELIMITER` is not supported (it is a mysql-client command, not SQL).
+ */
+
+export type SplitDialect = 'postgres' | 'mysql';
+
+export interface SplitStatement {
+  /** 1-based position among the file's statements. */
+  readonly index: number;
+  /** The statement text without the terminating semicolon, trimmed. */
+  readonly sql: string;
+  /** 1-based line on which the statement starts, for people reading an error. */
+  readonly line: number;
+}
+
+export class StatementSplitError extends Error {
+  override readonly name = 'StatementSplitError';
+}
+
+const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/;
+
+export function splitStatements(sql: string, dialect: SplitDialect): SplitStatement[] {
+  const out: SplitStatement[] = [];
+  let start = 0;
+  let hasCode = false;
+  let i = 0;
+  const n = sql.length;
+  const push = (end: number) => {
+    const text = sql.slice(start, end).trim();
+    if (hasCode && text !== '') {
+      const raw = sql.slice(start, end);
+      const line = lineOf(sql, start + raw.length - raw.trimStart().length);
+      out.push({ index: out.length + 1, sql: text, line });
+    }
+    hasCode = false;
+  };
+  const skipQuoted = (quote: string, backslash: boolean): void => {
+    const open = i;
+    i++;
+    while (i < n) {
+      const c = sql[i];
+      if (backslash && c === '\\') {
+        i += 2;
+        continue;
+      }
+      if (c === quote) {
+        if (sql[i + 1] === quote) {
+          i += 2;
+          continue;
+        }
+        i++;
+        return;
+      }
+      i++;
+    }
+    throw new StatementSplitError(`unterminated ${quote} quote starting on line ${lineOf(sql, open)}`);
+  };
+  while (i < n) {
+    const c = sql[i] ?? '';
+    const next = sql[i + 1] ?? '';
+    if (c === '-' && next === '-') {
+      const eol = sql.indexOf('\n', i);
+      i = eol === -1 ? n : eol + 1;
+      continue;
+    }
+    if (dialect === 'mysql' && c === '#') {
+      const eol = sql.indexOf('\n', i);
+      i = eol === -1 ? n : eol + 1;
+      continue;
+    }
+    if (c === '/' && next === '*') {
+      // PostgreSQL block comments nest; MySQL's do not. `/*! ... */` is code in MySQL, kept as code.
+      if (dialect === 'mysql' && sql[i + 2] === '!') hasCode = true;
+      const open = i;
+      let depth = 1;
+      i += 2;
+      while (i < n && depth > 0) {
+        if (sql[i] === '*' && sql[i + 1] === '/') {
+          depth--;
+          i += 2;
+        } else if (dialect === 'postgres' && sql[i] === '/' && sql[i + 1] === '*') {
+          depth++;
+          i += 2;
+        } else i++;
+      }
+      if (depth > 0)
+        throw new StatementSplitError(`unterminated /* comment starting on line ${lineOf(sql, open)}`);
+      continue;
+    }
+    if (c === ';') {
+      push(i);
+      i++;
+      start = i;
+      continue;
+    }
+    if (!/\s/.test(c)) hasCode = true;
+    if (c === "'") {
+      // PostgreSQL: E'...' strings honour backslashes; standard strings do not. MySQL: backslashes escape.
+      const prev = sql[i - 1] ?? '';
+      const escaped =
+        dialect === 'mysql' || ((prev === 'E' || prev === 'e') && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? ''));
+      skipQuoted("'", escaped);
+      continue;
+    }
+    if (c === '"') {
+      skipQuoted('"', dialect === 'mysql');
+      continue;
+    }
+    if (c === '`' && dialect === 'mysql') {
+      skipQuoted('`', false);
+      continue;
+    }
+    if (c === '$' && dialect === 'postgres' && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? '')) {
+      const m = DOLLAR_TAG.exec(sql.slice(i, i + 80));
+      if (m) {
+        const tag = m[0];
+        const close = sql.indexOf(tag, i + tag.length);
+        if (close === -1)
+          throw new StatementSplitError(`unterminated ${tag} body starting on line ${lineOf(sql, i)}`);
+        i = close + tag.length;
+        continue;
+      }
+    }
+    i++;
+  }
+  push(n);
+  return out;
+}
+
+function lineOf(text: string, offset: number): number {
+  return text.slice(0, offset).split('\n').length;
+}

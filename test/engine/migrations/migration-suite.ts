@@ -1,0 +1,308 @@
+// The acceptance suite of the migrations engine, run once per real database engine. One server per test
+// file (the caller starts it), one database per test.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Dialect } from '../../../src/engine/database-url.ts';
+import { openMigrationAdapter } from '../../../src/engine/migrations/dialects/open-adapter.ts';
+import { loadMigrationDirectory } from '../../../src/engine/migrations/migration-directory.ts';
+import { migrateUp, type UpResult } from '../../../src/engine/migrations/migrate-up.ts';
+import { parseRevisionTableName } from '../../../src/engine/migrations/revision.ts';
+import type { MigrationStatus } from '../../../src/engine/migrations/migration-status.ts';
+import { migrationDir, ptah, revisions, rows, tables, writeDir } from './helpers.ts';
+
+export interface TestServer {
+  createDatabase(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** SQL that differs between the engines, keyed by dialect so a forgotten one fails to compile. */
+const SQL: Record<Dialect, { sleep: (s: number) => string; missingTable: string; duplicateTable: string }> = {
+  postgres: { sleep: (s) => `SELECT pg_sleep(${s})`, missingTable: '42P01', duplicateTable: '42P07' },
+  mysql: { sleep: (s) => `SELECT SLEEP(${s})`, missingTable: '42S02', duplicateTable: '42S01' },
+};
+
+export function defineMigrationSuite(dialect: Dialect, start: () => Promise<TestServer>): void {
+  describe(`migrations on ${dialect === 'postgres' ? 'PostgreSQL' : 'MariaDB'}`, () => {
+    let server: TestServer;
+    let n = 0;
+    const newDb = () => server.createDatabase(`m_${process.pid}_${++n}`);
+    before(async () => {
+      server = await start();
+    });
+    after(async () => {
+      await server?.stop();
+    });
+
+    const status = async (dir: string, url: string) => {
+      const r = await ptah(['migrations', 'status', '--json', '--dir', dir], { PTAH_DB_URL: url });
+      assert.equal(r.stderr, '');
+      return { code: r.code, status: JSON.parse(r.stdout) as MigrationStatus };
+    };
+    const up = async (dir: string, url: string, extra: string[] = []) => {
+      const r = await ptah(['migrations', 'up', '--json', '--dir', dir, '--lock-timeout', '10s', ...extra], {
+        PTAH_DB_URL: url,
+      });
+      return { code: r.code, result: JSON.parse(r.stdout) as UpResult, stderr: r.stderr };
+    };
+
+    test('pending lists versions in order; up applies them; status is then up_to_date', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '10_orders.sql': 'CREATE TABLE orders (id int PRIMARY KEY);',
+        '9_customers.sql':
+          "-- customers first\nCREATE TABLE customers (id int, note varchar(20) DEFAULT 'a;b');",
+        '11_items.sql':
+          'CREATE TABLE items (id int);\nINSERT INTO items VALUES (1);\nINSERT INTO items VALUES (2);',
+      });
+      const before = await status(dir, url);
+      assert.equal(before.code, 3);
+      assert.equal(before.status.verdict, 'pending');
+      assert.deepEqual(
+        before.status.pending.map((p) => p.version),
+        ['9', '10', '11'],
+      );
+      assert.equal(before.status.currentVersion, null);
+      assert.deepEqual(await tables(dialect, url), [], 'status creates nothing');
+
+      const run = await up(dir, url);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.result.outcome, 'applied');
+      assert.deepEqual(run.result.applied, ['9', '10', '11']);
+      assert.deepEqual(await tables(dialect, url), ['customers', 'items', 'orders', 'ptah_schema_revisions']);
+      assert.equal((await rows(dialect, url, 'SELECT count(*) AS c FROM items'))[0]?.['c']?.toString(), '2');
+
+      const afterUp = await status(dir, url);
+      assert.equal(afterUp.code, 0);
+      assert.equal(afterUp.status.verdict, 'up_to_date');
+      assert.equal(afterUp.status.currentVersion, '11');
+      assert.equal(afterUp.status.appliedCount, 3);
+      assert.notEqual(afterUp.status.fingerprint, before.status.fingerprint);
+      const again = await up(dir, url);
+      assert.equal(again.result.outcome, 'up_to_date');
+    });
+
+    test('a checkpoint bootstraps an empty database and later files apply on top', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+        '3_snapshot.sql': '-- ptah:checkpoint\nCREATE TABLE a (id int);\nCREATE TABLE b (id int);',
+        '4_c.sql': 'CREATE TABLE c (id int);',
+      });
+      const s = (await status(dir, url)).status;
+      assert.equal(s.verdict, 'pending');
+      assert.equal(s.checkpointVersion, '3');
+      assert.deepEqual(
+        s.pending.map((p) => p.version),
+        ['3', '4'],
+      );
+      assert.deepEqual((await up(dir, url)).result.applied, ['3', '4']);
+      writeDir(dir, { '5_d.sql': 'CREATE TABLE d (id int);' });
+      const later = await up(dir, url);
+      assert.deepEqual(later.result.applied, ['5']);
+      assert.deepEqual(await tables(dialect, url), ['a', 'b', 'c', 'd', 'ptah_schema_revisions']);
+      const final = (await status(dir, url)).status;
+      assert.equal(final.verdict, 'up_to_date');
+      assert.equal(final.checkpointVersion, '3');
+      assert.deepEqual(
+        (await revisions(dialect, url)).map((r) => [r.version, r.checkpoint]),
+        [
+          ['3', true],
+          ['4', false],
+          ['5', false],
+        ],
+      );
+    });
+
+    test('modified: an applied file that changed is reported and up refuses', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+      });
+      await up(dir, url);
+      writeDir(dir, { '1_a.sql': 'CREATE TABLE a (id bigint);', '3_c.sql': 'CREATE TABLE c (id int);' });
+      const s = await status(dir, url);
+      assert.equal(s.status.verdict, 'modified');
+      assert.deepEqual(s.status.modifiedVersions, ['1']);
+      assert.equal(s.code, 4);
+      const run = await up(dir, url);
+      assert.equal(run.result.outcome, 'failed');
+      assert.equal(run.result.reason, 'history_modified');
+      assert.equal(run.code, 4);
+      assert.ok(!(await tables(dialect, url)).includes('c'));
+    });
+
+    test('out_of_order: a new version below the newest applied one', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '3_c.sql': 'CREATE TABLE c (id int);',
+      });
+      await up(dir, url);
+      writeDir(dir, { '2_b.sql': 'CREATE TABLE b (id int);', '4_d.sql': 'CREATE TABLE d (id int);' });
+      const s = await status(dir, url);
+      assert.equal(s.status.verdict, 'out_of_order');
+      assert.deepEqual(s.status.outOfOrderVersions, ['2']);
+      assert.deepEqual(
+        s.status.pending.map((p) => p.version),
+        ['4'],
+      );
+    });
+
+    test('ahead: the database has a version the directory lacks', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+      });
+      await up(dir, url);
+      writeDir(dir, { '2_b.sql': null });
+      const s = await status(dir, url);
+      assert.equal(s.status.verdict, 'ahead');
+      assert.deepEqual(s.status.aheadVersions, ['2']);
+      assert.equal(s.code, 4);
+    });
+
+    test('--expect-sequence that differs refuses before changing anything', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+      });
+      const pending = (await status(dir, url)).status.pending;
+      const expectFile = join(dir, '..', `${dir.split('/').at(-1)}-expect.json`);
+      // The approved sequence had only version 1: the directory grew since.
+      writeFileSync(
+        expectFile,
+        JSON.stringify([{ version: pending[0]?.version, checksum: pending[0]?.checksum }]),
+      );
+      const run = await up(dir, url, ['--expect-sequence', expectFile]);
+      assert.equal(run.code, 4);
+      assert.equal(run.result.outcome, 'failed');
+      assert.equal(run.result.reason, 'sequence_mismatch');
+      assert.equal(run.result.mismatch?.position, 1);
+      assert.deepEqual(run.result.applied, []);
+      assert.deepEqual(await tables(dialect, url), [], 'no tables, not even the revision table');
+
+      writeFileSync(
+        expectFile,
+        JSON.stringify(pending.map((p) => ({ version: p.version, checksum: p.checksum }))),
+      );
+      const ok = await up(dir, url, ['--expect-sequence', expectFile]);
+      assert.equal(ok.result.outcome, 'applied');
+      assert.deepEqual(ok.result.applied, ['1', '2']);
+    });
+
+    test('a failure in a "none" file after a statement ran is partial, dirty, and blocks later runs', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql':
+          '-- ptah:txmode none\nCREATE TABLE b (id int);\nINSERT INTO b VALUES (1);\nINSERT INTO missing VALUES (1);\nCREATE TABLE never (id int);',
+        '3_c.sql': 'CREATE TABLE c (id int);',
+      });
+      const run = await up(dir, url);
+      assert.equal(run.code, 5);
+      assert.equal(run.result.outcome, 'partial');
+      assert.deepEqual(run.result.applied, ['1']);
+      assert.equal(run.result.stoppedAt, '2');
+      assert.deepEqual(run.result.failure, {
+        version: '2',
+        statementIndex: 3,
+        sqlstate: SQL[dialect].missingTable,
+        errno: dialect === 'mysql' ? 1146 : null,
+      });
+      assert.ok(
+        !JSON.stringify(run.result).includes('missing'),
+        'no SQL text or server message in the result',
+      );
+      assert.deepEqual(await tables(dialect, url), ['a', 'b', 'ptah_schema_revisions']);
+      assert.deepEqual(await revisions(dialect, url), [
+        { version: '1', checkpoint: false, dirty: false, statementsDone: null },
+        { version: '2', checkpoint: false, dirty: true, statementsDone: 2 },
+      ]);
+      const s = await status(dir, url);
+      assert.equal(s.status.verdict, 'dirty');
+      assert.deepEqual(s.status.dirtyVersions, ['2']);
+      const blocked = await up(dir, url);
+      assert.equal(blocked.result.reason, 'history_dirty');
+
+      // A person undoes the partial change, then repair forgets the dirty row and the version runs again.
+      await rows(dialect, url, 'DROP TABLE b');
+      writeDir(dir, {
+        '2_b.sql': '-- ptah:txmode none\nCREATE TABLE b (id int);\nINSERT INTO b VALUES (1);',
+      });
+      const repaired = await ptah(['migrations', 'repair', '--yes', '--json', '--dir', dir], {
+        PTAH_DB_URL: url,
+      });
+      assert.equal(repaired.code, 0, repaired.stderr);
+      assert.deepEqual(JSON.parse(repaired.stdout), { ok: true, changed: ['2'] });
+      assert.match(repaired.stderr, /WARNING/);
+      assert.deepEqual((await up(dir, url)).result.applied, ['2', '3']);
+      assert.equal((await status(dir, url)).status.verdict, 'up_to_date');
+    });
+
+    test('two concurrent up runs never interleave: the second waits, a third times out', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_slow.sql': `CREATE TABLE slow (id int);\n${SQL[dialect].sleep(1.5)};`,
+        '2_next.sql': 'CREATE TABLE next_one (id int);',
+      });
+      const files = loadMigrationDirectory(dir);
+      const open = () => openMigrationAdapter(url, parseRevisionTableName(undefined));
+      const [a, b, c] = await Promise.all([open(), open(), open()]);
+      const log: string[] = [];
+      const timed = async (name: string, p: Promise<UpResult>) => {
+        const r = await p;
+        log.push(`${name} ${r.outcome}`);
+        return r;
+      };
+      try {
+        const first = timed(
+          'first',
+          migrateUp(a, {
+            files,
+            lockTimeoutMs: 10_000,
+            onProgress: (e) => log.push(`first ${e.phase} ${e.version}`),
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 300));
+        const second = timed(
+          'second',
+          migrateUp(b, {
+            files,
+            lockTimeoutMs: 10_000,
+            onProgress: (e) => log.push(`second ${e.phase} ${e.version}`),
+          }),
+        );
+        const third = timed('third', migrateUp(c, { files, lockTimeoutMs: 200 }));
+        const [r1, r2, r3] = await Promise.all([first, second, third]);
+        assert.equal(r1.outcome, 'applied');
+        assert.deepEqual(r1.applied, ['1', '2']);
+        assert.equal(r2.outcome, 'up_to_date', 'the second run saw the first one finished');
+        assert.ok(r2.lockWaitMs >= 900, `second waited ${r2.lockWaitMs} ms`);
+        assert.equal(r3.outcome, 'failed');
+        assert.equal(r3.reason, 'lock_timeout');
+        assert.ok(r3.lockWaitMs < 1500);
+        assert.deepEqual(log, [
+          'first start 1',
+          'third failed',
+          'first done 1',
+          'first start 2',
+          'first done 2',
+          'first applied',
+          'second up_to_date',
+        ]);
+        assert.deepEqual(
+          (await revisions(dialect, url)).map((r) => r.version),
+          ['1', '2'],
+        );
+      } finally {
+        await Promise.all([a.close(), b.close(), c.close()]);
+      }
+    });
+  });
+}
