@@ -245,6 +245,177 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       assert.equal((await status(dir, url)).status.verdict, 'up_to_date');
     });
 
+    test('a failing statement in a "file" file: PostgreSQL rolls the file back, MariaDB DDL is partial', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);\nCREATE TABLE b (id int);',
+        '3_c.sql': 'CREATE TABLE c (id int);',
+      });
+      const run = await up(dir, url);
+      assert.deepEqual(run.result.applied, ['1']);
+      assert.equal(run.result.stoppedAt, '2');
+      assert.deepEqual(run.result.failure, {
+        version: '2',
+        statementIndex: 2,
+        sqlstate: SQL[dialect].duplicateTable,
+        errno: dialect === 'mysql' ? 1050 : null,
+      });
+      const expected: Record<
+        Dialect,
+        { outcome: string; code: number; tables: string[]; revisions: unknown[] }
+      > = {
+        postgres: {
+          outcome: 'failed',
+          code: 1,
+          tables: ['a', 'ptah_schema_revisions'],
+          revisions: [{ version: '1', checkpoint: false, dirty: false, statementsDone: null }],
+        },
+        mysql: {
+          outcome: 'partial',
+          code: 5,
+          tables: ['a', 'b', 'ptah_schema_revisions'],
+          revisions: [
+            { version: '1', checkpoint: false, dirty: false, statementsDone: null },
+            { version: '2', checkpoint: false, dirty: true, statementsDone: 1 },
+          ],
+        },
+      };
+      assert.equal(run.result.outcome, expected[dialect].outcome);
+      assert.equal(run.code, expected[dialect].code);
+      assert.deepEqual(await tables(dialect, url), expected[dialect].tables);
+      assert.deepEqual(await revisions(dialect, url), expected[dialect].revisions);
+      assert.equal((await status(dir, url)).status.verdict, dialect === 'postgres' ? 'pending' : 'dirty');
+    });
+
+    test('a failure at the first statement changed nothing: failed, history clean, in any mode', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'INSERT INTO missing VALUES (1);\nCREATE TABLE b (id int);',
+      });
+      const run = await up(dir, url, ['--tx-mode', 'none']);
+      assert.equal(run.result.outcome, 'failed');
+      assert.equal(run.result.failure?.statementIndex, 1);
+      assert.deepEqual(
+        (await revisions(dialect, url)).map((r) => [r.version, r.dirty]),
+        [['1', false]],
+      );
+      assert.equal((await status(dir, url)).status.verdict, 'pending');
+    });
+
+    test('a connection lost during a statement gives outcome unknown', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_slow.sql': `-- ptah:txmode none\nCREATE TABLE b (id int);\n${SQL[dialect].sleep(20)};`,
+      });
+      const files = loadMigrationDirectory(dir);
+      const db = await openMigrationAdapter(url, parseRevisionTableName(undefined));
+      try {
+        const running = migrateUp(db, { files, lockTimeoutMs: 5000 });
+        const find: Record<Dialect, string> = {
+          postgres:
+            "SELECT pid AS id FROM pg_stat_activity WHERE application_name = 'ptah-migrations' AND query LIKE 'SELECT pg_sleep%'",
+          mysql: "SELECT id FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP%'",
+        };
+        let killed = false;
+        for (let i = 0; i < 100 && !killed; i++) {
+          const [victim] = await rows(dialect, url, find[dialect]);
+          if (victim) {
+            await rows(
+              dialect,
+              url,
+              dialect === 'postgres'
+                ? `SELECT pg_terminate_backend(${Number(victim['id'])})`
+                : `KILL CONNECTION ${Number(victim['id'])}`,
+            );
+            killed = true;
+          } else await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(killed, 'the sleeping statement was found');
+        const r = await running;
+        assert.equal(r.outcome, 'unknown');
+        assert.equal(r.reason, 'connection_lost');
+        assert.equal(r.stoppedAt, '2');
+        assert.deepEqual(r.applied, ['1']);
+        assert.equal(r.failure?.statementIndex, 2);
+      } finally {
+        await db.close();
+      }
+      // The run wrote its dirty row before the statements: the history says so.
+      assert.equal((await status(dir, url)).status.verdict, 'dirty');
+    });
+
+    test('baseline records an existing schema after checking it against a shadow database', async () => {
+      const url = await newDb();
+      const shadow = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int, name varchar(10));',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+        '3_c.sql': 'CREATE TABLE c (id int);',
+      });
+      await rows(dialect, url, 'CREATE TABLE a (id int)');
+      const env = { PTAH_DB_URL: url, PTAH_SHADOW_DB_URL: shadow };
+      const refused = await ptah(['migrations', 'baseline', '--version', '2', '--dir', dir], env);
+      assert.equal(refused.code, 4);
+      assert.match(refused.stderr, /missing in target: a\.name/);
+      assert.match(refused.stderr, /missing in target: b\.id/);
+      assert.deepEqual(await tables(dialect, url), ['a'], 'nothing recorded in the target');
+
+      const fixedShadow = await newDb();
+      await rows(dialect, url, 'ALTER TABLE a ADD COLUMN name varchar(10)');
+      await rows(dialect, url, 'CREATE TABLE b (id int)');
+      const ok = await ptah(['migrations', 'baseline', '--version', '2', '--dir', dir, '--json'], {
+        ...env,
+        PTAH_SHADOW_DB_URL: fixedShadow,
+      });
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.deepEqual(JSON.parse(ok.stdout), { ok: true, changed: ['2'] });
+      assert.deepEqual(await revisions(dialect, url), [
+        { version: '2', checkpoint: true, dirty: false, statementsDone: null },
+      ]);
+      const s = (await status(dir, url)).status;
+      assert.equal(s.verdict, 'pending');
+      assert.deepEqual(
+        s.pending.map((p) => p.version),
+        ['3'],
+      );
+      assert.deepEqual((await up(dir, url)).result.applied, ['3']);
+      for (const out of [refused.stdout, refused.stderr, ok.stdout, ok.stderr]) {
+        assert.ok(!out.includes(new URL(url).password) && !out.includes(new URL(shadow).password));
+      }
+    });
+
+    test('set marks a version applied or pending only with --yes and a loud warning', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_b.sql': 'CREATE TABLE b (id int);',
+      });
+      await up(dir, url);
+      writeDir(dir, { '3_c.sql': 'CREATE TABLE c (id int);' });
+      const env = { PTAH_DB_URL: url };
+      const unconfirmed = await ptah(['migrations', 'set', '3', '--applied', '--dir', dir], env);
+      assert.equal(unconfirmed.code, 4);
+      assert.match(unconfirmed.stderr, /WARNING/);
+      assert.deepEqual(
+        (await revisions(dialect, url)).map((r) => r.version),
+        ['1', '2'],
+      );
+      const set = await ptah(['migrations', 'set', '3', '--applied', '--yes', '--dir', dir], env);
+      assert.equal(set.code, 0, set.stderr);
+      assert.match(set.stderr, /WARNING.*APPLIED/);
+      assert.equal((await status(dir, url)).status.verdict, 'up_to_date');
+      assert.ok(!(await tables(dialect, url)).includes('c'), 'set runs no SQL');
+      const unset = await ptah(['migrations', 'set', '3', '--pending', '--yes', '--dir', dir], env);
+      assert.equal(unset.code, 0, unset.stderr);
+      assert.deepEqual(
+        (await status(dir, url)).status.pending.map((p) => p.version),
+        ['3'],
+      );
+    });
+
     test('two concurrent up runs never interleave: the second waits, a third times out', async () => {
       const url = await newDb();
       const dir = migrationDir({
