@@ -1,0 +1,822 @@
+/**
+ * The PtahSchema lifecycle as one pure function: from the resource, its resolution, the claimed Job and what
+ * its Pod reported, the published plan, the approvals and the clock, to the next status, the writes that
+ * follow it and when to look again. `reconciler.ts` gathers the inputs and performs the outputs; everything
+ * that decides lives here so it can be tested without a cluster.
+ *
+ * Ordering contract with the I/O layer: `pre` actions run first (a Lease that cannot be taken stops the pass
+ * before anything is written), then the status is written, then `post` actions run in order. So a claim is
+ * durable before its Job is created, an Apply's `dispatchStarted` is durable before its Job, and a Lease is
+ * released only after the status that stops needing it.
+ */
+import { canonicalDigest } from '../../api/digest.ts';
+import type { RunnerResult } from '../../runner/result.ts';
+import { inputsFingerprint, jobName, operationId, type ClaimInputs } from './claim-identity.ts';
+import { setConditions, type ConditionUpdate } from './conditions.ts';
+import type {
+  ApprovalView,
+  Claim,
+  Harvest,
+  JobObservation,
+  OperationType,
+  Phase,
+  PlanCheck,
+  PlanStatus,
+  PublishedPlan,
+  Resolution,
+  SchemaStatus,
+  SchemaView,
+} from './model.ts';
+import { appendJournal, type JournalEvent } from './journal-entries.ts';
+
+export interface DecideInput {
+  readonly now: Date;
+  readonly schema: SchemaView;
+  readonly engineSupported: boolean;
+  /** More than one resource claims this database realm. */
+  readonly realmConflict: boolean;
+  readonly coordinationDigest: string;
+  readonly resolution:
+    | { readonly ok: true; readonly value: Resolution }
+    | { readonly ok: false; readonly reason: string; readonly message: string };
+  /** The Job the claim names, when there is a claim. */
+  readonly job?: JobObservation;
+  /** What its Pod reported, when the Job finished. */
+  readonly harvest?: Harvest;
+  /** For a finished Plan with changes: the plan as published and read back, or the refusal to publish it. */
+  readonly published?: PublishedPlan;
+  /** The stored plan status.plan names, checked chunk by chunk before an Apply is claimed or dispatched. */
+  readonly planCheck?: PlanCheck;
+  readonly approvals: readonly ApprovalView[];
+}
+
+export type PreAction = { readonly kind: 'acquireLease'; readonly durationSeconds: number };
+
+export type PostAction =
+  | { readonly kind: 'createJob'; readonly claim: Claim }
+  | { readonly kind: 'finishJob'; readonly jobName: string }
+  | {
+      readonly kind: 'consumeApproval';
+      readonly name: string;
+      readonly uid: string;
+      readonly operationId: string;
+    }
+  | { readonly kind: 'staleApprovals'; readonly exceptPlanUID?: string }
+  | { readonly kind: 'releaseLease' }
+  | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
+
+export interface EventSpec {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  /** Constant text plus object names; never a value from the database or a credential. */
+  readonly message: string;
+}
+
+export interface Decision {
+  readonly status: SchemaStatus;
+  readonly pre: readonly PreAction[];
+  readonly post: readonly PostAction[];
+  readonly events: readonly EventSpec[];
+  readonly requeueAfterMs?: number;
+}
+
+/** How often a running Job is looked at when no watch event arrives. */
+export const JOB_POLL_MS = 3_000;
+/** How long a finished Pod's log may stay unreadable before the result counts as lost. */
+export const LOG_GRACE_MS = 120_000;
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+class Builder {
+  status: Mutable<SchemaStatus>;
+  readonly pre: PreAction[] = [];
+  readonly post: PostAction[] = [];
+  readonly events: EventSpec[] = [];
+  private readonly conds: ConditionUpdate[] = [];
+  private readonly journal: JournalEvent[] = [];
+  requeueAfterMs: number | undefined;
+
+  constructor(
+    readonly input: DecideInput,
+    status: SchemaStatus,
+  ) {
+    this.status = { ...status };
+  }
+
+  get now(): string {
+    return this.input.now.toISOString();
+  }
+
+  cond(type: string, status: 'True' | 'False' | 'Unknown', reason: string, message: string): this {
+    this.conds.push({ type, status, reason, message });
+    return this;
+  }
+
+  event(type: 'Normal' | 'Warning', reason: string, message: string): this {
+    this.events.push({ type, reason, message });
+    return this;
+  }
+
+  record(entry: JournalEvent): this {
+    this.journal.push(entry);
+    return this;
+  }
+
+  requeue(ms: number): this {
+    const v = Math.max(0, Math.round(ms));
+    this.requeueAfterMs = this.requeueAfterMs === undefined ? v : Math.min(this.requeueAfterMs, v);
+    return this;
+  }
+
+  requeueAt(iso: string | undefined): this {
+    if (iso === undefined) return this;
+    return this.requeue(Date.parse(iso) - this.input.now.getTime());
+  }
+
+  build(): Decision {
+    const generation = this.input.schema.generation;
+    if (this.conds.length > 0) {
+      this.status.conditions = setConditions(this.status.conditions, this.conds, generation, this.input.now);
+    }
+    if (this.journal.length > 0) {
+      this.status.journal = appendJournal(this.status.journal, this.journal, this.input.now);
+    }
+    return {
+      status: this.status,
+      pre: this.pre,
+      post: this.post,
+      events: this.events,
+      ...(this.requeueAfterMs !== undefined ? { requeueAfterMs: this.requeueAfterMs } : {}),
+    };
+  }
+}
+
+export function decide(input: DecideInput): Decision {
+  const { schema } = input;
+  const b = new Builder(input, schema.status);
+  if (schema.deleting) {
+    // Deleting a resource never runs SQL: no Job is started, the Lease is let go, owned objects are collected.
+    b.post.push({ kind: 'releaseLease' });
+    return { status: schema.status, pre: [], post: b.post, events: [] };
+  }
+  const claim = schema.status.claim;
+  if (claim !== undefined) {
+    handleClaim(b, input, claim);
+  } else {
+    handleIdle(b, input);
+  }
+  return b.build();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// No operation in flight: gates, resolution, and what to start next.
+
+function handleIdle(b: Builder, input: DecideInput): void {
+  const { schema, now } = input;
+  const spec = schema.spec;
+  const st = b.status;
+
+  if (spec.suspend) {
+    setPhase(b, 'Suspended');
+    b.cond('Suspended', 'True', 'Suspended', 'spec.suspend is set; no new Job starts');
+    b.cond('Ready', 'False', 'Suspended', 'suspended');
+    b.post.push({ kind: 'releaseLease' });
+    st.observedGeneration = schema.generation;
+    return;
+  }
+  b.cond('Suspended', 'False', 'Active', 'not suspended');
+
+  if (!input.engineSupported) {
+    block(
+      b,
+      'EngineSupported',
+      'UnsupportedEngine',
+      'the engine named in spec.target.engine is not supported',
+    );
+    b.cond('EngineSupported', 'False', 'UnsupportedEngine', 'supported engines: postgres, mysql');
+    return;
+  }
+  b.cond('EngineSupported', 'True', 'SupportedEngine', 'engine supported');
+
+  if (input.realmConflict) {
+    block(b, 'Ready', 'RealmConflict', 'another resource claims the same database realm');
+    return;
+  }
+
+  if (!input.resolution.ok) {
+    b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
+    fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
+    return;
+  }
+  const res = input.resolution.value;
+  const previous = st.resolution;
+  const sourceChanged =
+    previous === undefined ||
+    previous.contentDigest !== res.contentDigest ||
+    previous.configMapUID !== res.configMapUID ||
+    previous.configMapName !== res.configMapName;
+  if (sourceChanged) st.resolution = res;
+  st.target = { ...st.target, coordinationDigest: input.coordinationDigest };
+  b.cond(
+    'ArtifactResolved',
+    'True',
+    'SnapshotTaken',
+    'the selected keys were copied into an immutable snapshot',
+  );
+  b.post.push({ kind: 'collectSnapshots', keep: [st.resolution!.snapshotName!] });
+
+  const generationChanged = st.observedGeneration !== schema.generation;
+  const inputsChanged = (sourceChanged && previous !== undefined) || generationChanged;
+  if (inputsChanged && st.plan !== undefined) {
+    retirePlan(b, 'the source or the spec changed; the plan no longer describes them');
+  }
+  st.observedGeneration = schema.generation;
+
+  const due =
+    inputsChanged ||
+    st.nextReconciliationTime === undefined ||
+    Date.parse(st.nextReconciliationTime) <= now.getTime();
+  const phase = st.phase;
+
+  if (phase === 'Failed' && !due) {
+    b.requeueAt(st.nextReconciliationTime);
+    return;
+  }
+
+  if ((phase === 'AwaitingApproval' || phase === 'ReadyToApply') && st.plan !== undefined && !due) {
+    const decision = applyAuthorisation(input, st.plan);
+    if (decision.kind === 'wait') {
+      b.requeueAt(st.nextReconciliationTime);
+      return;
+    }
+    if (input.planCheck !== undefined && !input.planCheck.ok) {
+      retirePlan(b, 'the stored plan failed its read-back check');
+      b.event(
+        'Warning',
+        input.planCheck.reason,
+        'the stored plan failed its read-back check and was retired',
+      );
+      claimOperation(b, input, 'Observe', {});
+      return;
+    }
+    const approval = decision.kind === 'approved' ? decision.approval : undefined;
+    if (approval !== undefined) {
+      st.plan = {
+        ...st.plan,
+        approval: {
+          name: approval.name,
+          uid: approval.uid,
+          approver: { username: approval.approver ?? '' },
+          approvedAt: approval.approvedAt ?? b.now,
+        },
+      };
+      b.event('Normal', 'ApprovedPlan', `approval ${approval.name} accepted for plan ${st.plan.name}`);
+    }
+    setPhase(b, 'ReadyToApply');
+    b.cond('ApprovalRequired', 'False', approval ? 'ApprovedPlan' : 'NotRequired', 'the plan may be applied');
+    claimOperation(b, input, 'Apply', {
+      plan: st.plan,
+      ...(approval !== undefined ? { approval: { name: approval.name, uid: approval.uid } } : {}),
+    });
+    return;
+  }
+
+  if (
+    (phase === 'InSync' || phase === 'Blocked' || phase === 'AwaitingApproval' || phase === 'ReadyToApply') &&
+    !due
+  ) {
+    b.requeueAt(st.nextReconciliationTime);
+    return;
+  }
+
+  // Every refresh reads the database afresh: Observe, then Plan.
+  claimOperation(b, input, 'Observe', {});
+}
+
+type Authorisation =
+  | { readonly kind: 'approved'; readonly approval: ApprovalView }
+  | { readonly kind: 'not-required' }
+  | { readonly kind: 'wait' };
+
+/** Whether the current plan may be applied now: policy Always needs nothing, OnApproval an exact approval. */
+function applyAuthorisation(input: DecideInput, plan: PlanStatus): Authorisation {
+  const policy = input.schema.spec.policy;
+  if (policy.apply === 'Never') return { kind: 'wait' };
+  if (plan.destructive && !policy.allowDestructive) return { kind: 'wait' };
+  if (policy.apply === 'Always' && !plan.destructive) return { kind: 'not-required' };
+  const approval = exactApproval(input, plan);
+  return approval ? { kind: 'approved', approval } : { kind: 'wait' };
+}
+
+/**
+ * The oldest approval that names this resource and this plan by name, UID and fingerprint, carries the
+ * identity admission stamped, and was not consumed. Anything short of all of that is not an approval.
+ */
+export function exactApproval(input: DecideInput, plan: PlanStatus): ApprovalView | undefined {
+  const { schema } = input;
+  const candidates = input.approvals.filter(
+    (a) =>
+      a.schemaRef.name === schema.name &&
+      a.schemaRef.uid === schema.uid &&
+      a.planRef.name === plan.name &&
+      a.planRef.uid === plan.uid &&
+      a.planFingerprint === plan.fingerprint &&
+      a.approver !== undefined &&
+      a.approver !== '' &&
+      !a.consumed &&
+      !a.stale,
+  );
+  candidates.sort((x, y) => x.createdAt.localeCompare(y.createdAt) || x.name.localeCompare(y.name));
+  return candidates[0];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// An operation in flight.
+
+function isProof(claim: Claim): boolean {
+  return claim.type !== 'Apply' && claim.planRef !== undefined;
+}
+
+export function needsLease(claim: Claim): boolean {
+  return claim.type === 'Plan' || claim.type === 'Apply' || isProof(claim);
+}
+
+function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
+  const { schema } = input;
+  const st = b.status;
+  const dispatchedApply = claim.type === 'Apply' && claim.dispatchStarted === true;
+
+  // A read-only operation whose inputs moved is worthless; a dispatched Apply is never abandoned, and the
+  // proof that follows an Apply outranks suspension and spec changes: it is owed for what already ran.
+  if (!dispatchedApply && !isProof(claim)) {
+    const moved =
+      schema.spec.suspend ||
+      claim.generation !== schema.generation ||
+      (input.resolution.ok &&
+        (input.resolution.value.contentDigest !== claim.contentDigest ||
+          input.resolution.value.configMapUID !== st.resolution?.configMapUID));
+    if (moved) {
+      st.claim = undefined;
+      b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+      if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
+      b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      b.requeue(0);
+      return;
+    }
+  }
+
+  const job = input.job ?? { state: 'absent' };
+  const leaseSeconds = schema.spec.activeDeadlineSeconds + 60;
+
+  if (job.state === 'absent') {
+    if (claim.type === 'Apply') {
+      if (claim.dispatchStarted) {
+        // The Job was meant to exist and does not: whatever happened is unknown, and only a fresh
+        // observation can say where the database stands. It is never created again.
+        b.event('Warning', 'ApplyOutcomeUnknown', `the Job of apply ${claim.jobName} is missing`);
+        b.record({
+          type: 'ApplyFinished',
+          outcome: 'Unknown',
+          plan: claim.planRef?.name,
+          startedAt: claim.startedAt,
+        });
+        proveApply(b, input, claim);
+        return;
+      }
+      dispatchApply(b, input, claim, leaseSeconds);
+      return;
+    }
+    if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
+    b.post.push({ kind: 'createJob', claim });
+    b.requeue(JOB_POLL_MS);
+    return;
+  }
+
+  if (job.state === 'running') {
+    if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
+    b.requeue(JOB_POLL_MS);
+    return;
+  }
+
+  const harvest = input.harvest ?? { kind: 'unavailable', message: 'the result was not read' };
+  if (harvest.kind === 'unavailable') {
+    const finishedAt = job.finishedAt !== undefined ? Date.parse(job.finishedAt) : input.now.getTime();
+    if (input.now.getTime() - finishedAt < LOG_GRACE_MS) {
+      if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
+      b.requeue(JOB_POLL_MS);
+      return;
+    }
+  }
+  b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+
+  if (harvest.kind !== 'accepted') {
+    const reason =
+      harvest.kind === 'snapshot-refused'
+        ? 'SnapshotRefused'
+        : harvest.kind === 'refused'
+          ? 'ResultRefused'
+          : 'ResultLost';
+    const message =
+      harvest.kind === 'snapshot-refused'
+        ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
+        : `no acceptable result: ${harvest.message}`;
+    if (claim.type === 'Apply' && harvest.kind !== 'snapshot-refused') {
+      // A mutating operation whose result cannot be read has an unknown outcome, never a success.
+      b.event('Warning', 'ApplyOutcomeUnknown', message);
+      b.record({
+        type: 'ApplyFinished',
+        outcome: 'Unknown',
+        plan: claim.planRef?.name,
+        startedAt: claim.startedAt,
+      });
+      proveApply(b, input, claim);
+      return;
+    }
+    endChain(b, claim);
+    fail(b, input, claim.type, reason, message);
+    return;
+  }
+  handleResult(b, input, claim, harvest.result);
+}
+
+function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSeconds: number): void {
+  const st = b.status;
+  const plan = st.plan;
+  const stillCurrent = plan !== undefined && claim.planRef !== undefined && plan.uid === claim.planRef.uid;
+  const approvalOk =
+    claim.approvalRef === undefined ||
+    input.approvals.some((a) => a.uid === claim.approvalRef!.uid && !a.consumed && !a.stale);
+  const checkOk = input.planCheck === undefined || input.planCheck.ok;
+  const auth = plan !== undefined ? applyAuthorisation(input, plan) : { kind: 'wait' as const };
+  if (!stillCurrent || !approvalOk || !checkOk || auth.kind === 'wait' || input.schema.spec.suspend) {
+    // Withdrawn before dispatch: nothing ran, nothing is recorded as applied.
+    st.claim = undefined;
+    b.post.push({ kind: 'releaseLease' });
+    b.event(
+      'Warning',
+      'ApplyWithdrawn',
+      'the apply was withdrawn before dispatch: its plan or approval is no longer current',
+    );
+    if (!checkOk || !stillCurrent) retirePlan(b, 'the plan is no longer current');
+    setPhase(b, st.plan !== undefined ? 'AwaitingApproval' : 'Pending');
+    b.requeue(0);
+    return;
+  }
+  b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
+  st.claim = { ...claim, dispatchStarted: true };
+  setPhase(b, 'Applying');
+  b.cond('Applying', 'True', 'OperationInProgress', `applying plan ${plan!.name}`);
+  if (claim.approvalRef !== undefined) {
+    b.post.push({
+      kind: 'consumeApproval',
+      name: claim.approvalRef.name,
+      uid: claim.approvalRef.uid,
+      operationId: claim.operationId,
+    });
+    b.record({
+      type: 'ApprovalAccepted',
+      approval: claim.approvalRef.name,
+      plan: plan!.name,
+      approver: plan!.approval?.approver.username,
+    });
+  }
+  b.post.push({ kind: 'createJob', claim: st.claim });
+  b.event('Normal', 'ApplyStarted', `applying plan ${plan!.name}`);
+  b.requeue(JOB_POLL_MS);
+}
+
+function handleResult(b: Builder, input: DecideInput, claim: Claim, result: RunnerResult): void {
+  const { schema } = input;
+  const st = b.status;
+
+  if (claim.type === 'Observe') {
+    const drift = result.outputs.drift;
+    if (result.outcome !== 'succeeded' || drift === undefined) {
+      b.cond(
+        'DatabaseReachable',
+        'False',
+        errorReason(result, 'ObserveFailed'),
+        'the database could not be read',
+      );
+      endChain(b, claim);
+      fail(b, input, 'Observe', errorReason(result, 'ObserveFailed'), 'observe failed');
+      return;
+    }
+    st.drift = {
+      reportDigest: drift.reportDigest,
+      dialect: st.target?.engine ?? 'postgres',
+      total: drift.total,
+      highestSeverity: severity(drift.highestSeverity),
+      categories: Object.entries(drift.categories)
+        .sort(([a], [b2]) => a.localeCompare(b2))
+        .slice(0, 64)
+        .map(([category, count]) => ({
+          category: category.replace(/[^a-z0-9_]/g, '_'),
+          count,
+          severity: 'info' as const,
+        })),
+      observedAt: b.now,
+    };
+    st.target = { ...st.target, lastObservedAt: b.now };
+    b.cond('DatabaseReachable', 'True', 'Observed', 'the database was read');
+    b.cond(
+      'DriftDetected',
+      drift.drifted ? 'True' : 'False',
+      drift.drifted ? 'Drift' : 'NoDrift',
+      `${drift.total} findings`,
+    );
+    claimOperation(b, input, 'Plan', {
+      ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
+      ...(claim.approvalRef !== undefined ? { approval: claim.approvalRef } : {}),
+      proof: isProof(claim),
+    });
+    return;
+  }
+
+  if (claim.type === 'Plan') {
+    const plan = result.outputs.plan;
+    if (result.error?.code === 'protected_table') {
+      endChain(b, claim);
+      st.plan = undefined;
+      block(
+        b,
+        'PlanReady',
+        'ProtectedTable',
+        'the plan would change a table listed in spec.policy.protectedTables',
+      );
+      b.cond('InSync', 'False', 'ProtectedTable', 'a protected table differs from the declaration');
+      b.event(
+        'Warning',
+        'ProtectedTableRefused',
+        'the plan would change a protected table; nothing was published',
+      );
+      return;
+    }
+    if (result.outcome !== 'succeeded' || plan === undefined) {
+      endChain(b, claim);
+      fail(b, input, 'Plan', errorReason(result, 'PlanFailed'), 'plan failed');
+      return;
+    }
+    if (plan.planOutcome === 'NoChanges') {
+      converged(b, input, claim);
+      return;
+    }
+    if (input.published === undefined) {
+      endChain(b, claim);
+      fail(b, input, 'Plan', 'PublishFailed', 'the plan could not be published');
+      return;
+    }
+    const published = input.published.plan;
+    endChain(b, claim);
+    if (isProof(claim)) {
+      // An Apply ran and the database still differs: a process exit is not convergence.
+      b.record({ type: 'Verified', outcome: 'DriftRemains', plan: claim.planRef?.name });
+      st.plan = undefined;
+      b.cond('InSync', 'False', 'DriftRemains', 'the database still differs after the apply');
+      fail(b, input, 'Plan', 'DriftRemains', 'the database still differs after the apply');
+      return;
+    }
+    const same = st.plan !== undefined && st.plan.uid === published.uid;
+    st.plan = same
+      ? { ...published, ...(st.plan?.approval ? { approval: st.plan.approval } : {}) }
+      : published;
+    if (!same) {
+      b.record({ type: 'PlanPublished', plan: published.name, reason: 'Published' });
+      b.event('Normal', 'PlanPublished', `plan ${published.name} published`);
+      b.post.push({ kind: 'staleApprovals', exceptPlanUID: published.uid });
+    }
+    st.nextReconciliationTime = new Date(input.now.getTime() + schema.spec.intervalMs).toISOString();
+    st.lastAttemptTime = claim.startedAt;
+    b.cond('PlanReady', 'True', 'PlanReady', `plan ${published.name} is ready`);
+    b.cond('InSync', 'False', 'PlanReady', 'the database differs from the declaration');
+    const policy = schema.spec.policy;
+    if (published.destructive && !policy.allowDestructive) {
+      block(
+        b,
+        'Ready',
+        'DestructiveChangesDisabled',
+        'the plan is destructive and spec.policy.allowDestructive is false',
+        true,
+      );
+      return;
+    }
+    if (policy.apply === 'Never') {
+      block(
+        b,
+        'Ready',
+        'ApplyDisabled',
+        'spec.policy.apply is Never: plans are recorded, none is applied',
+        true,
+      );
+      return;
+    }
+    if (policy.apply === 'Always' && !published.destructive) {
+      setPhase(b, 'ReadyToApply');
+      b.cond('ApprovalRequired', 'False', 'NotRequired', 'policy Always');
+      b.cond('Ready', 'False', 'ApplyPending', 'the plan is about to be applied');
+      b.requeue(0);
+      return;
+    }
+    setPhase(b, 'AwaitingApproval');
+    b.cond(
+      'ApprovalRequired',
+      'True',
+      'AwaitingApproval',
+      `approve plan ${published.name} with a PtahSchemaApproval`,
+    );
+    b.cond('Ready', 'False', 'AwaitingApproval', 'waiting for an approval');
+    b.requeue(0);
+    return;
+  }
+
+  // Apply.
+  if (result.outcome === 'succeeded' || result.outcome === 'uncertain') {
+    const outcome = result.outcome === 'succeeded' ? 'Succeeded' : 'Unknown';
+    b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
+    b.event(
+      result.outcome === 'succeeded' ? 'Normal' : 'Warning',
+      result.outcome === 'succeeded' ? 'ApplyFinished' : 'ApplyOutcomeUnknown',
+      'the apply ended; a fresh observation decides whether the database converged',
+    );
+    proveApply(b, input, claim);
+    return;
+  }
+  // The runner reports that nothing it started changed the database (or nothing started at all).
+  endChain(b, claim);
+  st.plan = undefined;
+  b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
+  fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), 'apply failed');
+}
+
+/** After an Apply: Observe and Plan again under the same Lease; only a no-change plan says InSync. */
+function proveApply(b: Builder, input: DecideInput, claim: Claim): void {
+  b.cond('Applying', 'False', 'VerifyingConvergence', 'the apply ended');
+  claimOperation(b, input, 'Observe', {
+    ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
+    ...(claim.approvalRef !== undefined ? { approval: claim.approvalRef } : {}),
+    proof: true,
+  });
+}
+
+function converged(b: Builder, input: DecideInput, claim: Claim): void {
+  const st = b.status;
+  endChain(b, claim);
+  if (isProof(claim) && claim.planRef !== undefined) {
+    const plan = st.plan;
+    st.applied = {
+      planRef: claim.planRef,
+      planFingerprint:
+        plan?.uid === claim.planRef.uid ? plan.fingerprint : (plan?.fingerprint ?? claim.inputsFingerprint),
+      contentDigest: claim.contentDigest ?? st.resolution?.contentDigest ?? claim.inputsFingerprint,
+      completedAt: b.now,
+    };
+    b.record({ type: 'Verified', outcome: 'InSync', plan: claim.planRef.name });
+    b.event('Normal', 'Converged', `a fresh plan after applying ${claim.planRef.name} has no changes`);
+  }
+  if (st.plan !== undefined) b.post.push({ kind: 'staleApprovals' });
+  st.plan = undefined;
+  setPhase(b, 'InSync');
+  st.nextReconciliationTime = new Date(input.now.getTime() + input.schema.spec.intervalMs).toISOString();
+  st.lastAttemptTime = claim.startedAt;
+  b.cond('InSync', 'True', 'NoChanges', 'a fresh plan has no changes');
+  b.cond('Ready', 'True', 'InSync', 'the database matches the declaration');
+  b.cond('PlanReady', 'False', 'NoChanges', 'nothing to apply');
+  b.cond('ApprovalRequired', 'False', 'NotRequired', 'nothing to approve');
+  b.cond('ReconciliationFailed', 'False', 'Succeeded', 'the last operation succeeded');
+  b.requeueAt(st.nextReconciliationTime);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Small pieces.
+
+interface ClaimOptions {
+  readonly plan?: PlanStatus;
+  /** A proof claim carries the applied plan's reference without the plan status. */
+  readonly planRefOnly?: { readonly name: string; readonly uid: string };
+  readonly approval?: { readonly name: string; readonly uid: string };
+  readonly proof?: boolean;
+}
+
+function claimOperation(b: Builder, input: DecideInput, type: OperationType, options: ClaimOptions): void {
+  const st = b.status;
+  const res = st.resolution;
+  if (res === undefined || !input.resolution.ok) {
+    fail(b, input, type, 'SourceUnresolved', 'the source has not been resolved');
+    return;
+  }
+  const planRef = options.plan ? { name: options.plan.name, uid: options.plan.uid } : options.planRefOnly;
+  const inputs: ClaimInputs = {
+    schemaUID: input.schema.uid,
+    generation: input.schema.generation,
+    contentDigest: res.contentDigest,
+    configMapUID: res.configMapUID ?? '',
+    coordinationDigest: input.coordinationDigest,
+    ...(planRef !== undefined ? { planUID: planRef.uid } : {}),
+    ...(options.plan !== undefined ? { planFingerprint: options.plan.fingerprint } : {}),
+  };
+  const fingerprint = inputsFingerprint(type, inputs);
+  const attempt = 1;
+  const id = operationId(input.schema.uid, type, fingerprint, attempt, b.now);
+  st.claim = {
+    type,
+    operationId: id,
+    inputsFingerprint: fingerprint,
+    jobName: jobName(type, input.schema.name, id),
+    attempt,
+    generation: input.schema.generation,
+    startedAt: b.now,
+    contentDigest: res.contentDigest,
+    ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
+    ...(planRef !== undefined ? { planRef } : {}),
+    ...(options.approval !== undefined ? { approvalRef: options.approval } : {}),
+  };
+  st.lastAttemptTime = b.now;
+  const proof = options.proof === true;
+  const phase: Phase =
+    type === 'Apply'
+      ? 'ReadyToApply'
+      : proof
+        ? 'VerifyingConvergence'
+        : type === 'Observe'
+          ? 'Observing'
+          : 'Planning';
+  setPhase(b, phase);
+  if (type !== 'Apply' && !proof)
+    b.cond('Ready', st.phase === 'InSync' ? 'True' : 'False', 'Refreshing', 'reading the database');
+  b.requeue(0);
+}
+
+function setPhase(b: Builder, phase: Phase): void {
+  b.status.phase = phase;
+}
+
+/** Blocked: the answer will not change until somebody changes an input; the interval still refreshes it. */
+function block(b: Builder, type: string, reason: string, message: string, keepPlan = false): void {
+  const { schema, now } = b.input;
+  const st = b.status;
+  setPhase(b, 'Blocked');
+  st.observedGeneration = schema.generation;
+  if (!keepPlan) st.plan = undefined;
+  st.nextReconciliationTime = new Date(now.getTime() + schema.spec.intervalMs).toISOString();
+  b.cond(type, 'False', reason, message);
+  b.cond('Ready', 'False', reason, message);
+  b.cond('ReconciliationFailed', 'False', reason, 'blocked, not failed');
+  b.event('Warning', reason, message);
+  b.requeueAt(st.nextReconciliationTime);
+}
+
+/** Failed: something went wrong and a retry is reasonable, after the retry interval. */
+function fail(
+  b: Builder,
+  input: DecideInput,
+  operation: OperationType,
+  reason: string,
+  message: string,
+): void {
+  const st = b.status;
+  setPhase(b, 'Failed');
+  st.observedGeneration = input.schema.generation;
+  st.nextReconciliationTime = new Date(
+    input.now.getTime() + input.schema.spec.failureRetryIntervalMs,
+  ).toISOString();
+  b.cond('ReconciliationFailed', 'True', reason, message);
+  b.cond('Ready', 'False', reason, message);
+  b.record({ type: 'OperationFailed', operation, reason });
+  b.event('Warning', reason, `${operation} failed: ${message}`);
+  b.requeueAt(st.nextReconciliationTime);
+}
+
+/** The claim is done; a Lease held for it goes once the status that no longer needs it is written. */
+function endChain(b: Builder, claim: Claim): void {
+  b.status.claim = undefined;
+  if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
+}
+
+function retirePlan(b: Builder, message: string): void {
+  const st = b.status;
+  if (st.plan === undefined) return;
+  b.event('Normal', 'PlanNoLongerCurrent', `plan ${st.plan.name} retired: ${message}`);
+  st.plan = undefined;
+  b.post.push({ kind: 'staleApprovals' });
+  b.cond('PlanReady', 'False', 'PlanNoLongerCurrent', message);
+}
+
+const SEVERITIES = ['safe', 'info', 'warning', 'error', 'destructive'] as const;
+function severity(s: string): (typeof SEVERITIES)[number] {
+  return (SEVERITIES as readonly string[]).includes(s) ? (s as (typeof SEVERITIES)[number]) : 'safe';
+}
+
+/** A runner error code (`plans_differ`) as a condition reason (`PlansDiffer`); never its message. */
+export function errorReason(result: RunnerResult, fallback: string): string {
+  const code = result.error?.code;
+  if (code === undefined || !/^[a-z][a-z0-9_]*$/.test(code)) return fallback;
+  return code
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+}
+
+/** A digest of the status fields a reader compares, to skip writes that change nothing. */
+export function statusDigest(status: SchemaStatus): string {
+  return canonicalDigest(JSON.parse(JSON.stringify(status)) as never);
+}

@@ -1,0 +1,112 @@
+/**
+ * The reconciler's view of a PtahSchema and of everything it decides from. These are the shapes the pure
+ * decision (`decide.ts`) reads and writes; `view.ts` maps the stored objects onto them, so the decision does
+ * not depend on how the API layer spells an optional field.
+ *
+ * Nothing here carries a credential, SQL or a row value: the Secret is known by name and key only, the drift
+ * report by its digest and counts, the plan by its name, UID and digests.
+ */
+
+import type { RunnerResult } from '../../runner/result.ts';
+import type {
+  ApplyPolicy,
+  Claim,
+  DriftSummary,
+  OperationType,
+  PlanStatus,
+  PtahSchemaStatus,
+  Resolution,
+  SchemaPhase,
+} from '../../api/ptah-schema.ts';
+
+export type { ApplyPolicy, Claim, DriftSummary, OperationType, PlanStatus, Resolution };
+export type Phase = SchemaPhase;
+export type SchemaStatus = PtahSchemaStatus;
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+export interface Condition {
+  readonly type: string;
+  readonly status: ConditionStatus;
+  readonly reason: string;
+  readonly message: string;
+  readonly observedGeneration?: number;
+  readonly lastTransitionTime: string;
+}
+
+export interface SecretKeyRef {
+  readonly name: string;
+  readonly key: string;
+}
+
+/** The spec with every default applied and every duration in milliseconds. */
+export interface SchemaSpecView {
+  readonly engine: string;
+  readonly coordinationKey: string;
+  readonly urlFrom: SecretKeyRef;
+  /** The source ConfigMap and the keys it selects, each mapped to the file path it becomes. */
+  readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };
+  readonly policy: {
+    readonly apply: ApplyPolicy;
+    readonly allowDestructive: boolean;
+    readonly protectedTables: readonly string[];
+    readonly exclude: readonly string[];
+  };
+  readonly intervalMs: number;
+  readonly failureRetryIntervalMs: number;
+  readonly activeDeadlineSeconds: number;
+  readonly suspend: boolean;
+}
+
+export interface SchemaView {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly generation: number;
+  readonly deleting: boolean;
+  readonly spec: SchemaSpecView;
+  readonly status: SchemaStatus;
+}
+
+/** What the I/O layer found for the claimed Job. */
+export type JobObservation =
+  | { readonly state: 'absent' }
+  | { readonly state: 'running'; readonly uid: string }
+  | {
+      readonly state: 'finished';
+      readonly uid: string;
+      readonly succeeded: boolean;
+      readonly finishedAt?: string;
+    };
+
+/** The result of reading the claimed Job's Pod: only `accepted` is a result at all. */
+export type Harvest =
+  | { readonly kind: 'accepted'; readonly result: RunnerResult }
+  /** The snapshot-check init container refused; the failing file is named, never its content. */
+  | { readonly kind: 'snapshot-refused'; readonly file?: string }
+  /** A frame that is corrupt, for another claim, or absent from a finished container. */
+  | { readonly kind: 'refused'; readonly message: string }
+  /** The log could not be read right now (API error); try again shortly. */
+  | { readonly kind: 'unavailable'; readonly message: string };
+
+export interface ApprovalView {
+  readonly name: string;
+  readonly uid: string;
+  readonly createdAt: string;
+  readonly schemaRef: { readonly name: string; readonly uid: string };
+  readonly planRef: { readonly name: string; readonly uid: string };
+  readonly planFingerprint: string;
+  /** Stamped by admission; absent means admission did not run, and the approval is not acceptable. */
+  readonly approver?: string;
+  readonly approvedAt?: string;
+  readonly consumed: boolean;
+  readonly stale: boolean;
+}
+
+/** A plan the I/O layer published (or found already published, verified) for the claimed Plan's bytes. */
+export interface PublishedPlan {
+  readonly plan: PlanStatus;
+}
+
+/** The stored plan status.plan names, as read back before an Apply is dispatched. */
+export type PlanCheck =
+  { readonly ok: true } | { readonly ok: false; readonly reason: string; readonly message: string };

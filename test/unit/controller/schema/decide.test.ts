@@ -1,0 +1,420 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { RunnerResult } from '../../../../src/runner/result.ts';
+import { decide, type DecideInput, type Decision } from '../../../../src/controller/schema/decide.ts';
+import type {
+  ApprovalView,
+  Claim,
+  Harvest,
+  JobObservation,
+  PlanStatus,
+  SchemaSpecView,
+  SchemaStatus,
+  SchemaView,
+} from '../../../../src/controller/schema/model.ts';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const digest = (c: string) => `sha256:${c.repeat(64)}`;
+
+function spec(
+  over: Partial<SchemaSpecView> = {},
+  policy: Partial<SchemaSpecView['policy']> = {},
+): SchemaSpecView {
+  return {
+    engine: 'postgres',
+    coordinationKey: 'orders',
+    urlFrom: { name: 'db', key: 'url' },
+    configMap: { name: 'schema', files: [{ key: 'schema.sql', path: 'schema.sql' }] },
+    policy: { apply: 'Always', allowDestructive: false, protectedTables: [], exclude: [], ...policy },
+    intervalMs: 600_000,
+    failureRetryIntervalMs: 30_000,
+    activeDeadlineSeconds: 900,
+    suspend: false,
+    ...over,
+  };
+}
+
+function schema(status: SchemaStatus, s: SchemaSpecView = spec(), generation = 1): SchemaView {
+  return { namespace: 'ns', name: 'orders', uid: 'uid-1', generation, deleting: false, spec: s, status };
+}
+
+const resolution = (c = 'a', cmUid = 'cm-1') => ({
+  ok: true as const,
+  value: {
+    sourceType: 'ConfigMap' as const,
+    configMapName: 'schema',
+    configMapUID: cmUid,
+    contentDigest: digest(c),
+    snapshotName: `ptah-src-${c.repeat(10)}`,
+    fileCount: 1,
+    size: 10,
+    resolvedAt: new Date(T0).toISOString(),
+  },
+});
+
+function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput {
+  return {
+    now: new Date(at),
+    schema: s,
+    engineSupported: true,
+    realmConflict: false,
+    coordinationDigest: digest('c'),
+    resolution: resolution(),
+    approvals: [],
+    ...extra,
+  };
+}
+
+function result(
+  claim: Claim,
+  outcome: RunnerResult['outcome'],
+  outputs: RunnerResult['outputs'],
+  code?: string,
+): Harvest {
+  return {
+    kind: 'accepted',
+    result: {
+      protocolVersion: 1,
+      operation: claim.type === 'Observe' ? 'observe' : claim.type === 'Plan' ? 'plan' : 'apply',
+      operationId: claim.operationId,
+      exitCode: outcome === 'succeeded' ? 0 : 1,
+      childExitCode: 0,
+      outcome,
+      startedAt: 'x',
+      finishedAt: 'y',
+      outputs,
+      ...(code ? { error: { code, message: 'm' } } : {}),
+    },
+  };
+}
+
+const drift = {
+  reportDigest: digest('d'),
+  drifted: true,
+  total: 2,
+  highestSeverity: 'info',
+  categories: { tables_added: 2 },
+};
+const changes = {
+  planOutcome: 'Changes' as const,
+  planContentDigest: digest('p'),
+  planSize: 10,
+  bytesBase64: 'eA==',
+};
+const noChanges = { planOutcome: 'NoChanges' as const, planContentDigest: digest('0'), planSize: 0 };
+
+function publishedPlan(destructive = false, suffix = '1'): PlanStatus {
+  return {
+    name: `ptah-plan-${suffix}`,
+    uid: `plan-uid-${suffix}`,
+    fingerprint: digest(suffix === '1' ? 'f' : 'e'),
+    contentDigest: digest('p'),
+    destructive,
+    statementCount: 1,
+    createdAt: new Date(T0).toISOString(),
+  };
+}
+
+const finished: JobObservation = { state: 'finished', uid: 'job-uid', succeeded: true };
+
+/** Drives the claimed operation through create → finish with the given harvest; returns the decision after. */
+function runClaim(s: SchemaView, at: number, harvest: Harvest, extra: Partial<DecideInput> = {}): Decision {
+  const claim = s.status.claim!;
+  const create = decide(input(s, at, extra));
+  assert.ok(
+    create.post.some((a) => a.kind === 'createJob' && a.claim.jobName === claim.jobName),
+    'the claimed Job is created',
+  );
+  return decide(
+    input(schema(create.status, s.spec, s.generation), at + 1000, { job: finished, harvest, ...extra }),
+  );
+}
+
+describe('schema lifecycle decision', () => {
+  it('writes the claim before any Job, then creates exactly that Job', () => {
+    const d1 = decide(input(schema({}), T0));
+    assert.equal(d1.status.phase, 'Observing');
+    assert.equal(d1.status.claim?.type, 'Observe');
+    assert.equal(d1.post.filter((a) => a.kind === 'createJob').length, 0, 'no Job in the pass that claims');
+    const d2 = decide(input(schema(d1.status), T0 + 10));
+    const creates = d2.post.filter((a) => a.kind === 'createJob');
+    assert.equal(creates.length, 1);
+    assert.equal(creates[0]!.kind === 'createJob' && creates[0]!.claim.jobName, d1.status.claim!.jobName);
+    assert.deepEqual(d2.status.claim, d1.status.claim, 'creating the Job does not change the claim');
+    // Running: nothing new is created.
+    const d3 = decide(input(schema(d1.status), T0 + 20, { job: { state: 'running', uid: 'j' } }));
+    assert.equal(d3.post.filter((a) => a.kind === 'createJob').length, 0);
+  });
+
+  it('apply Always: Observe → Plan → Apply → proof Observe → proof Plan → InSync', () => {
+    let s = schema(decide(input(schema({}), T0)).status);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    assert.equal(d.status.claim?.type, 'Plan');
+    assert.equal(d.status.drift?.total, 2);
+    s = schema(d.status);
+    // The Plan runs under the realm Lease.
+    assert.ok(decide(input(s, T0 + 2000)).pre.some((a) => a.kind === 'acquireLease'));
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan: publishedPlan() },
+    });
+    assert.equal(d.status.phase, 'ReadyToApply');
+    assert.equal(d.status.plan?.name, 'ptah-plan-1');
+    assert.equal(d.status.claim, undefined);
+    assert.ok(d.post.some((a) => a.kind === 'releaseLease'));
+    s = schema(d.status);
+    d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    assert.equal(d.status.claim?.type, 'Apply');
+    s = schema(d.status);
+    // Dispatch: dispatchStarted is written in the same status write that precedes the create.
+    d = decide(input(s, T0 + 5000, { planCheck: { ok: true } }));
+    assert.equal(d.status.claim?.dispatchStarted, true);
+    assert.equal(d.status.phase, 'Applying');
+    assert.ok(d.pre.some((a) => a.kind === 'acquireLease'));
+    assert.ok(d.post.some((a) => a.kind === 'createJob'));
+    s = schema(d.status);
+    d = decide(
+      input(s, T0 + 6000, {
+        job: finished,
+        harvest: result(s.status.claim!, 'succeeded', {
+          apply: { planContentDigest: digest('p'), mutationStarted: true },
+        }),
+      }),
+    );
+    assert.equal(d.status.phase, 'VerifyingConvergence', 'a process exit is not convergence');
+    assert.equal(d.status.claim?.type, 'Observe');
+    assert.equal(d.status.claim?.planRef?.name, 'ptah-plan-1');
+    assert.notEqual(d.status.phase, 'InSync');
+    s = schema(d.status);
+    assert.ok(
+      decide(input(s, T0 + 7000)).pre.some((a) => a.kind === 'acquireLease'),
+      'proof runs under the Lease',
+    );
+    d = runClaim(s, T0 + 7000, result(s.status.claim!, 'succeeded', { drift }));
+    assert.equal(d.status.claim?.type, 'Plan');
+    assert.equal(d.status.phase, 'VerifyingConvergence');
+    s = schema(d.status);
+    d = runClaim(s, T0 + 9000, result(s.status.claim!, 'succeeded', { plan: noChanges }));
+    assert.equal(d.status.phase, 'InSync');
+    assert.equal(d.status.applied?.planRef.name, 'ptah-plan-1');
+    assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.status, 'True');
+    assert.ok(d.status.journal?.entries.some((e) => e.type === 'Verified' && e.outcome === 'InSync'));
+    assert.ok(d.requeueAfterMs! > 500_000, 'next refresh at the interval');
+  });
+
+  it('a fresh no-change plan without an Apply gives InSync and nothing else', () => {
+    let s = schema(decide(input(schema({}), T0)).status);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status);
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: noChanges }));
+    assert.equal(d.status.phase, 'InSync');
+    assert.equal(d.status.applied, undefined);
+    // Within the interval nothing starts.
+    const idle = decide(input(schema(d.status), T0 + 60_000));
+    assert.equal(idle.status.claim, undefined);
+    // At the interval a refresh starts.
+    const refresh = decide(input(schema(d.status), T0 + 700_000));
+    assert.equal(refresh.status.claim?.type, 'Observe');
+  });
+
+  function toAwaitingApproval(policy: Partial<SchemaSpecView['policy']>, plan = publishedPlan()): SchemaView {
+    const sp = spec({}, policy);
+    let s = schema(decide(input(schema({}, sp), T0)).status, sp);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status, sp);
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan },
+    });
+    return schema(d.status, sp);
+  }
+
+  const approval = (over: Partial<ApprovalView> = {}): ApprovalView => ({
+    name: 'ok',
+    uid: 'appr-1',
+    createdAt: new Date(T0).toISOString(),
+    schemaRef: { name: 'orders', uid: 'uid-1' },
+    planRef: { name: 'ptah-plan-1', uid: 'plan-uid-1' },
+    planFingerprint: digest('f'),
+    approver: 'approver@example.com',
+    approvedAt: new Date(T0).toISOString(),
+    consumed: false,
+    stale: false,
+    ...over,
+  });
+
+  it('OnApproval waits, refuses inexact approvals, and consumes the exact one once at dispatch', () => {
+    const s = toAwaitingApproval({ apply: 'OnApproval' });
+    assert.equal(s.status.phase, 'AwaitingApproval');
+    const inexact = [
+      approval({ planFingerprint: digest('9') }),
+      approval({ planRef: { name: 'ptah-plan-1', uid: 'other' } }),
+      approval({ schemaRef: { name: 'orders', uid: 'old-uid' } }),
+      approval({ approver: undefined }),
+      approval({ consumed: true }),
+      approval({ stale: true }),
+    ];
+    for (const a of inexact) {
+      const d = decide(input(s, T0 + 5000, { approvals: [a], planCheck: { ok: true } }));
+      assert.equal(d.status.claim, undefined, `not applied with ${JSON.stringify(a)}`);
+      assert.equal(d.status.phase, 'AwaitingApproval');
+    }
+    let d = decide(input(s, T0 + 5000, { approvals: [...inexact, approval()], planCheck: { ok: true } }));
+    assert.equal(d.status.claim?.type, 'Apply');
+    assert.equal(d.status.claim?.approvalRef?.uid, 'appr-1');
+    assert.equal(d.status.plan?.approval?.approver.username, 'approver@example.com');
+    d = decide(
+      input(schema(d.status, s.spec), T0 + 6000, { approvals: [approval()], planCheck: { ok: true } }),
+    );
+    const consume = d.post.findIndex((a) => a.kind === 'consumeApproval');
+    const create = d.post.findIndex((a) => a.kind === 'createJob');
+    assert.ok(consume >= 0 && create > consume, 'consumed before the Job is created');
+    assert.ok(d.status.journal?.entries.some((e) => e.type === 'ApprovalAccepted'));
+  });
+
+  it('an approval consumed between claim and dispatch withdraws the Apply', () => {
+    const s = toAwaitingApproval({ apply: 'OnApproval' });
+    const d1 = decide(input(s, T0 + 5000, { approvals: [approval()], planCheck: { ok: true } }));
+    const d2 = decide(
+      input(schema(d1.status, s.spec), T0 + 6000, { approvals: [approval({ consumed: true })] }),
+    );
+    assert.equal(d2.status.claim, undefined);
+    assert.ok(!d2.post.some((a) => a.kind === 'createJob'));
+  });
+
+  it('a destructive plan with allowDestructive false is Blocked and never applied', () => {
+    const s = toAwaitingApproval({ apply: 'Always' }, publishedPlan(true));
+    assert.equal(s.status.phase, 'Blocked');
+    assert.equal(s.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'DestructiveChangesDisabled');
+    const d = decide(input(s, T0 + 5000, { approvals: [approval()], planCheck: { ok: true } }));
+    assert.equal(d.status.claim, undefined);
+  });
+
+  it('apply Never records plans and applies none', () => {
+    const s = toAwaitingApproval({ apply: 'Never' });
+    assert.equal(s.status.phase, 'Blocked');
+    assert.equal(s.status.plan?.name, 'ptah-plan-1');
+    assert.equal(s.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'ApplyDisabled');
+    const d = decide(input(s, T0 + 5000, { approvals: [approval()] }));
+    assert.equal(d.status.claim, undefined);
+    // A blocked resource still refreshes on its interval.
+    assert.equal(decide(input(s, T0 + 700_000)).status.claim?.type, 'Observe');
+  });
+
+  it('a protected table ends in Blocked with no plan published and no failure', () => {
+    let s = schema(decide(input(schema({}), T0)).status);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status);
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'refused', {}, 'protected_table'));
+    assert.equal(d.status.phase, 'Blocked');
+    assert.equal(d.status.plan, undefined);
+    assert.equal(d.status.conditions?.find((c) => c.type === 'PlanReady')?.reason, 'ProtectedTable');
+    assert.ok(!d.status.journal?.entries.some((e) => e.type === 'OperationFailed'));
+  });
+
+  it('an edit to a selected key retires the waiting plan and starts a new read; the same digest keeps it', () => {
+    const s = toAwaitingApproval({ apply: 'OnApproval' });
+    const same = decide(input(s, T0 + 5000, { resolution: resolution('a') }));
+    assert.equal(same.status.plan?.name, 'ptah-plan-1');
+    assert.equal(same.status.claim, undefined);
+    const edited = decide(input(s, T0 + 5000, { resolution: resolution('b') }));
+    assert.equal(edited.status.plan, undefined);
+    assert.equal(edited.status.claim?.type, 'Observe');
+    assert.equal(edited.status.resolution?.contentDigest, digest('b'));
+    assert.ok(edited.post.some((a) => a.kind === 'staleApprovals'));
+    const recreated = decide(input(s, T0 + 5000, { resolution: resolution('a', 'cm-2') }));
+    assert.equal(recreated.status.plan, undefined, 'another ConfigMap of the same name retires the plan');
+  });
+
+  it('restart between claim and Job: the claimed Job is created once under the claimed name', () => {
+    const d1 = decide(input(schema({}), T0));
+    // A new manager process sees the same status and no Job: it creates the claimed Job, no other.
+    const again = decide(input(schema(d1.status), T0 + 60_000, { job: { state: 'absent' } }));
+    const creates = again.post.filter((a) => a.kind === 'createJob');
+    assert.equal(creates.length, 1);
+    assert.equal(
+      creates[0]!.kind === 'createJob' && creates[0]!.claim.operationId,
+      d1.status.claim!.operationId,
+    );
+  });
+
+  it('a dispatched Apply whose Job is missing is never recreated: its outcome is unknown and proven by reading', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    assert.equal(d.status.claim?.dispatchStarted, true);
+    const after = decide(input(schema(d.status, s.spec), T0 + 9000, { job: { state: 'absent' } }));
+    assert.ok(!after.post.some((a) => a.kind === 'createJob'));
+    assert.equal(after.status.claim?.type, 'Observe');
+    assert.equal(after.status.phase, 'VerifyingConvergence');
+    assert.ok(
+      after.status.journal?.entries.some((e) => e.type === 'ApplyFinished' && e.outcome === 'Unknown'),
+    );
+  });
+
+  it('an Apply whose frame is unreadable is an unknown outcome, never a success', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    d = decide(
+      input(schema(d.status, s.spec), T0 + 6000, {
+        job: finished,
+        harvest: { kind: 'refused', message: 'result frame is corrupt' },
+      }),
+    );
+    assert.equal(d.status.phase, 'VerifyingConvergence');
+    assert.notEqual(d.status.applied?.planRef.name, 'ptah-plan-1');
+  });
+
+  it('a read-only failure goes to Failed and retries after the retry interval', () => {
+    const s = schema(decide(input(schema({}), T0)).status);
+    const d = runClaim(s, T0, result(s.status.claim!, 'failed', {}, 'connection_failed'));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(
+      d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.reason,
+      'ConnectionFailed',
+    );
+    assert.equal(d.requeueAfterMs, 30_000);
+    assert.equal(decide(input(schema(d.status), T0 + 10_000)).status.claim, undefined);
+    assert.equal(decide(input(schema(d.status), T0 + 40_000)).status.claim?.type, 'Observe');
+  });
+
+  it('a snapshot refused by the init container fails the operation naming the file', () => {
+    const s = schema(decide(input(schema({}), T0)).status);
+    const d = runClaim(s, T0, { kind: 'snapshot-refused', file: 'schema.sql' });
+    assert.equal(d.status.phase, 'Failed');
+    assert.match(d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!.message, /schema\.sql/);
+  });
+
+  it('suspend withdraws a read-only claim but never a dispatched Apply', () => {
+    const sp = spec({ suspend: true });
+    const claimed = decide(input(schema({}), T0)).status;
+    const d = decide(input(schema(claimed, sp), T0 + 1000, { job: { state: 'running', uid: 'j' } }));
+    assert.equal(d.status.claim, undefined);
+    const idle = decide(input(schema(d.status, sp), T0 + 2000));
+    assert.equal(idle.status.phase, 'Suspended');
+
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let a = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    a = decide(input(schema(a.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    const suspended = decide(
+      input(schema(a.status, { ...s.spec, suspend: true }), T0 + 6000, {
+        job: { state: 'running', uid: 'j' },
+      }),
+    );
+    assert.equal(suspended.status.claim?.type, 'Apply', 'a running Apply is still observed to its end');
+  });
+
+  it('blocks an unsupported engine and a realm conflict before any Job', () => {
+    const u = decide(input(schema({}), T0, { engineSupported: false }));
+    assert.equal(u.status.phase, 'Blocked');
+    assert.equal(u.status.claim, undefined);
+    const r = decide(input(schema({}), T0, { realmConflict: true }));
+    assert.equal(r.status.phase, 'Blocked');
+    assert.equal(r.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'RealmConflict');
+  });
+
+  it('never runs anything for a resource being deleted', () => {
+    const s = { ...schema(decide(input(schema({}), T0)).status), deleting: true };
+    const d = decide(input(s, T0 + 1000));
+    assert.ok(!d.post.some((a) => a.kind === 'createJob'));
+  });
+});
