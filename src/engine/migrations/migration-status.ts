@@ -74,9 +74,10 @@ function toPending(f: MigrationFile): PendingMigration {
 }
 
 export function computeStatus(
-  files: readonly MigrationFile[],
+  unsorted: readonly MigrationFile[],
   rows: readonly RevisionRow[],
 ): MigrationStatus {
+  const files = [...unsorted].sort((a, b) => compareVersions(a.version, b.version));
   const applied = new Map(rows.map((r) => [r.version, r]));
   const byVersion = new Map(files.map((f) => [f.version, f]));
   const current = max(rows.map((r) => r.version));

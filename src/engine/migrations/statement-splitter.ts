@@ -12,7 +12,7 @@ export interface SplitStatement {
   readonly index: number;
   /** The statement text without the terminating semicolon, trimmed. */
   readonly sql: string;
-  /** 1-based line on which the statement starts, for people reading an error. */
+  /** 1-based line of the statement's first code character (after leading comments), for people. */
   readonly line: number;
 }
 
@@ -25,15 +25,18 @@ const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/;
 export function splitStatements(sql: string, dialect: SplitDialect): SplitStatement[] {
   const out: SplitStatement[] = [];
   let start = 0;
-  let hasCode = false;
   let i = 0;
+  let hasCode = false;
+  let codeStart = 0;
+  const markCode = () => {
+    if (!hasCode) codeStart = i;
+    hasCode = true;
+  };
   const n = sql.length;
   const push = (end: number) => {
     const text = sql.slice(start, end).trim();
     if (hasCode && text !== '') {
-      const raw = sql.slice(start, end);
-      const line = lineOf(sql, start + raw.length - raw.trimStart().length);
-      out.push({ index: out.length + 1, sql: text, line });
+      out.push({ index: out.length + 1, sql: text, line: lineOf(sql, codeStart) });
     }
     hasCode = false;
   };
@@ -73,7 +76,7 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
     }
     if (c === '/' && next === '*') {
       // PostgreSQL block comments nest; MySQL's do not. `/*! ... */` is code in MySQL, kept as code.
-      if (dialect === 'mysql' && sql[i + 2] === '!') hasCode = true;
+      if (dialect === 'mysql' && sql[i + 2] === '!') markCode();
       const open = i;
       let depth = 1;
       i += 2;
@@ -96,7 +99,7 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
       start = i;
       continue;
     }
-    if (!/\s/.test(c)) hasCode = true;
+    if (!/\s/.test(c)) markCode();
     if (c === "'") {
       // PostgreSQL: E'...' strings honour backslashes; standard strings do not. MySQL: backslashes escape.
       const prev = sql[i - 1] ?? '';
