@@ -62,6 +62,11 @@ export interface PlanOutputs {
   readonly bytesBase64?: string;
   /** Statement count the apply dry-run reported for those bytes, when it reported one. */
   readonly dryRunStatements?: number;
+  /** Read from the plan document when Ptah states them; the manager binds them into the fingerprint. */
+  readonly statementCount?: number;
+  readonly destructive?: boolean;
+  readonly observedStateFingerprint?: string;
+  readonly desiredStateFingerprint?: string;
 }
 
 export interface ApplyOutputs {
@@ -89,6 +94,13 @@ export interface OutputTruncation {
   readonly stderrBytesDropped: number;
 }
 
+/** The database the Pod was pointed at, without any credential: what the manager compares with its claim. */
+export interface TargetReport {
+  readonly dialect: 'postgres' | 'mysql';
+  /** sha256 of the canonical {dialect, host, port, database, user}; never the password. */
+  readonly identityDigest: string;
+}
+
 export interface RunnerResult {
   readonly protocolVersion: number;
   readonly operation: RunnerOperation;
@@ -102,6 +114,7 @@ export interface RunnerResult {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly outputs: RunnerOutputs;
+  readonly target?: TargetReport;
   readonly error?: RunnerError;
   readonly truncation?: OutputTruncation;
 }

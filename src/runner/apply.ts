@@ -1,0 +1,56 @@
+/**
+ * Apply: executes exactly the approved plan bytes. Whatever happens after the child starts, the runner
+ * never reports convergence; it reports succeeded, failed (Ptah says nothing changed) or uncertain, and
+ * the manager proves the database state with a fresh Observe and Plan.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  childFailureMessage,
+  refused,
+  RUNNER_EXIT,
+  type OperationContext,
+  type OperationReport,
+} from './operation.ts';
+import { readPlanDir } from './plan-dir.ts';
+import { applyCommand } from './ptah-commands.ts';
+
+/** ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed and 4 refused leave the database as it was. */
+const CLEAN_FAILURES = new Set([1, 4]);
+
+export async function apply(ctx: OperationContext): Promise<OperationReport> {
+  const { options } = ctx;
+  const expected = options.expectedPlanContentDigest ?? '';
+  const rebuilt = readPlanDir(options.planDir, expected, options.maxPlanBytes);
+  const base = { planContentDigest: expected, mutationStarted: false };
+  if (!rebuilt.ok) return refused('plan_refused', rebuilt.reason, { apply: base });
+
+  const planFile = join(options.workDir, `apply-${options.operationId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`);
+  writeFileSync(planFile, rebuilt.bytes, { mode: 0o400 });
+  const outputs = { apply: { ...base, mutationStarted: true } };
+  const child = await ctx.runPtah(applyCommand(planFile), { stdoutLimit: 1024 * 1024 });
+  if (child.exitCode === 0 && child.stopped === undefined) {
+    return { outcome: 'succeeded', exitCode: RUNNER_EXIT.succeeded, childExitCode: 0, outputs };
+  }
+  if (child.spawnFailed) {
+    return refused('spawn_failed', childFailureMessage('apply', child, ctx.redactor), { apply: base });
+  }
+  const message = childFailureMessage('apply', child, ctx.redactor);
+  if (CLEAN_FAILURES.has(child.exitCode) && child.stopped === undefined) {
+    return {
+      outcome: 'failed',
+      exitCode: RUNNER_EXIT.failed,
+      childExitCode: child.exitCode,
+      outputs,
+      error: { code: 'apply_failed', message },
+    };
+  }
+  // Killed, crashed, or ptah itself said the outcome is unknown: never narrowed, never replayed.
+  return {
+    outcome: 'uncertain',
+    exitCode: RUNNER_EXIT.uncertain,
+    childExitCode: child.exitCode,
+    outputs,
+    error: { code: 'outcome_unknown', message },
+  };
+}

@@ -1,0 +1,377 @@
+/**
+ * The runner's options, compiled once from argv and the environment (Temporal's compileWorkerOptions
+ * habit): every default applied here, every later module reads a CompiledRunnerOptions and never the raw
+ * environment. An error names the field and says how to fix it, and never echoes a credential.
+ */
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
+import { isSha256Digest } from '../api/digest.ts';
+import { RUNNER_PROTOCOL_VERSION } from './result.ts';
+
+export type DatabaseOperation = 'observe' | 'plan' | 'apply';
+const DATABASE_OPERATIONS: readonly DatabaseOperation[] = ['observe', 'plan', 'apply'];
+
+export const DEFAULTS = {
+  terminationMessagePath: '/dev/termination-log',
+  schemaDir: '/work/schema',
+  planDir: '/plan',
+  /** Bytes of child stdout/stderr the runner keeps for its own log; the rest is counted and dropped. */
+  maxOutputBytes: 64 * 1024,
+  /** The seed's plan limit: sixteen chunks of 512 KiB. */
+  maxPlanBytes: 8 * 1024 * 1024,
+  timeoutSeconds: 600,
+  terminationGraceSeconds: 30,
+} as const;
+
+/** The command that starts `ptah`: a file to execute and the arguments before ptah's own. */
+export interface PtahCommand {
+  readonly file: string;
+  readonly prefixArgs: readonly string[];
+}
+
+export interface CompiledRunOptions {
+  readonly mode: 'run';
+  readonly operation: DatabaseOperation;
+  readonly operationId: string;
+  readonly ptah: PtahCommand;
+  /** Secret: reaches the child through PTAH_DB_URL only. */
+  readonly databaseUrl: string;
+  readonly dialect: Dialect;
+  /** Secret, Plan only. */
+  readonly devUrl?: string;
+  /** The checked, copied desired-state files (Observe, Plan). */
+  readonly schemaDir: string;
+  /** Projected plan chunks `000.plan`, `001.plan`… (Apply). */
+  readonly planDir: string;
+  readonly expectedPlanContentDigest?: string;
+  /** spec.policy.exclude, passed to both plans unchanged. */
+  readonly exclude: readonly string[];
+  /** Engine settings forwarded to the child by name (PTAH_CONNECT_TIMEOUT, PTAH_LOCK_TIMEOUT). */
+  readonly childSettings: Readonly<Record<string, string>>;
+  readonly workDir: string;
+  readonly maxOutputBytes: number;
+  readonly maxPlanBytes: number;
+  /** Absolute instant after which the child is stopped. */
+  readonly deadline: Date;
+  readonly terminationGraceMs: number;
+  readonly terminationMessagePath: string;
+}
+
+export interface CompiledCheckSnapshotOptions {
+  readonly mode: 'check-snapshot';
+  readonly operationId: string;
+  readonly snapshotDir: string;
+  readonly contentDigest: string;
+  readonly outDir: string;
+  readonly terminationMessagePath: string;
+}
+
+export type CompiledRunnerOptions = CompiledRunOptions | CompiledCheckSnapshotOptions;
+
+/** A refused option. `field` is the flag or variable to fix. */
+export class RunnerOptionsError extends Error {
+  override readonly name = 'RunnerOptionsError';
+  constructor(
+    readonly field: string,
+    problem: string,
+    readonly fix: string,
+    /** A typed code for the result frame. */
+    readonly code = 'invalid_options',
+  ) {
+    super(`${field}: ${problem}; ${fix}`);
+  }
+}
+
+const ENGINE_SETTINGS = ['PTAH_CONNECT_TIMEOUT', 'PTAH_LOCK_TIMEOUT', 'PTAH_STATEMENT_TIMEOUT'] as const;
+/** A claim's operation id: `sha256:<hex>` today; any short token of these characters is accepted. */
+const OPERATION_ID = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,127}$/;
+
+export function compileRunnerOptions(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  now: Date = new Date(),
+): CompiledRunnerOptions {
+  const [first, ...rest] = argv;
+  if (first === 'check-snapshot') return compileCheckSnapshot(rest, env);
+  return compileRun(first === 'run' ? rest : argv, env, now);
+}
+
+/** The operation id, when it can be read at all: lets a refusal still be framed for the right claim. */
+export function operationIdOf(env: Readonly<Record<string, string | undefined>>): string {
+  const id = env['PTAH_OPERATION_ID'];
+  return id !== undefined && OPERATION_ID.test(id) ? id : 'unknown';
+}
+
+function compileRun(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  now: Date,
+): CompiledRunOptions {
+  const { values } = parse(argv, {
+    operation: { type: 'string' },
+    'ptah-binary': { type: 'string' },
+    'max-output-bytes': { type: 'string' },
+    'max-plan-bytes': { type: 'string' },
+    'timeout-seconds': { type: 'string' },
+  });
+
+  const protocol = env['PTAH_RUNNER_PROTOCOL_VERSION'];
+  if (protocol !== undefined && protocol !== String(RUNNER_PROTOCOL_VERSION)) {
+    throw new RunnerOptionsError(
+      'PTAH_RUNNER_PROTOCOL_VERSION',
+      `the Job asks for protocol ${protocol.slice(0, 16)}, this runner speaks ${RUNNER_PROTOCOL_VERSION}`,
+      'dispatch the Job with a runner image of the same protocol',
+      'runner_protocol_mismatch',
+    );
+  }
+
+  const operation = values['operation'] ?? env['PTAH_OPERATION'];
+  if (operation === undefined || !(DATABASE_OPERATIONS as readonly string[]).includes(operation)) {
+    throw new RunnerOptionsError(
+      '--operation',
+      operation === undefined ? 'missing' : `"${operation.slice(0, 32)}" is not a runner operation`,
+      `pass --operation ${DATABASE_OPERATIONS.join('|')} (or set PTAH_OPERATION)`,
+    );
+  }
+  const op = operation as DatabaseOperation;
+  const operationId = requireOperationId(env);
+
+  const databaseUrl = env['PTAH_DB_URL'];
+  if (databaseUrl === undefined || databaseUrl === '') {
+    throw new RunnerOptionsError(
+      'PTAH_DB_URL',
+      'missing',
+      'map the target Secret key to PTAH_DB_URL in the Pod env',
+    );
+  }
+  let dialect: Dialect;
+  try {
+    dialect = parseDatabaseUrl(databaseUrl).dialect;
+  } catch {
+    throw new RunnerOptionsError(
+      'PTAH_DB_URL',
+      'not a postgres:// or mysql:// URL',
+      'fix the URL in the target Secret',
+    );
+  }
+  const expectedEngine = env['PTAH_EXPECTED_DATABASE_ENGINE'];
+  if (expectedEngine !== undefined && expectedEngine !== '' && normaliseEngine(expectedEngine) !== dialect) {
+    throw new RunnerOptionsError(
+      'PTAH_DB_URL',
+      `the URL is for ${dialect}, the resource declares ${expectedEngine.slice(0, 16)}`,
+      'point the Secret at a database of the declared engine',
+      'engine_mismatch',
+    );
+  }
+  const devUrl = nonEmpty(env['PTAH_DEV_URL']);
+  if (devUrl !== undefined && op !== 'plan') {
+    // The seed: the dev database reaches Plan and nothing else.
+    throw new RunnerOptionsError(
+      'PTAH_DEV_URL',
+      `set for ${op}`,
+      'only a Plan Pod may carry a dev database URL',
+    );
+  }
+
+  const expectedPlanContentDigest = nonEmpty(env['PTAH_EXPECTED_PLAN_CONTENT_DIGEST']);
+  if (op === 'apply' && !isSha256Digest(expectedPlanContentDigest)) {
+    throw new RunnerOptionsError(
+      'PTAH_EXPECTED_PLAN_CONTENT_DIGEST',
+      expectedPlanContentDigest === undefined ? 'missing' : 'not sha256:<64 hex>',
+      'an Apply must name the content digest of the approved plan',
+    );
+  }
+
+  const timeoutSeconds = positiveInt(values['timeout-seconds'], '--timeout-seconds', DEFAULTS.timeoutSeconds);
+  let deadline = new Date(now.getTime() + timeoutSeconds * 1000);
+  const notAfter = nonEmpty(env['PTAH_EXECUTION_NOT_AFTER']);
+  if (notAfter !== undefined) {
+    const t = Date.parse(notAfter);
+    if (!/^\d{4}-\d\d-\d\dT/.test(notAfter) || Number.isNaN(t)) {
+      throw new RunnerOptionsError(
+        'PTAH_EXECUTION_NOT_AFTER',
+        'not an RFC 3339 instant',
+        'write it like 2026-01-02T03:04:05Z',
+      );
+    }
+    if (t <= now.getTime()) {
+      throw new RunnerOptionsError(
+        'PTAH_EXECUTION_NOT_AFTER',
+        'the execution deadline has passed',
+        'the manager must dispatch a new operation',
+        'deadline_expired',
+      );
+    }
+    if (t < deadline.getTime()) deadline = new Date(t);
+  }
+
+  const childSettings: Record<string, string> = {};
+  for (const name of ENGINE_SETTINGS) {
+    const v = nonEmpty(env[name]);
+    if (v !== undefined) childSettings[name] = v;
+  }
+
+  return {
+    mode: 'run',
+    operation: op,
+    operationId,
+    ptah: ptahCommand(values['ptah-binary'] ?? nonEmpty(env['PTAH_RUNNER_PTAH_BINARY'])),
+    databaseUrl,
+    dialect,
+    ...(devUrl !== undefined ? { devUrl } : {}),
+    schemaDir: nonEmpty(env['PTAH_SCHEMA_DIR']) ?? DEFAULTS.schemaDir,
+    planDir: nonEmpty(env['PTAH_PLAN_DIR']) ?? DEFAULTS.planDir,
+    ...(expectedPlanContentDigest !== undefined ? { expectedPlanContentDigest } : {}),
+    exclude: parseExclude(env['PTAH_EXCLUDE']),
+    childSettings,
+    workDir: nonEmpty(env['PTAH_WORK_DIR']) ?? tmpdir(),
+    maxOutputBytes: positiveInt(values['max-output-bytes'], '--max-output-bytes', DEFAULTS.maxOutputBytes),
+    maxPlanBytes: positiveInt(values['max-plan-bytes'], '--max-plan-bytes', DEFAULTS.maxPlanBytes),
+    deadline,
+    terminationGraceMs:
+      positiveInt(
+        env['PTAH_TERMINATION_GRACE_PERIOD_SECONDS'],
+        'PTAH_TERMINATION_GRACE_PERIOD_SECONDS',
+        DEFAULTS.terminationGraceSeconds,
+      ) * 1000,
+    terminationMessagePath: terminationMessagePath(env),
+  };
+}
+
+function compileCheckSnapshot(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): CompiledCheckSnapshotOptions {
+  const { values } = parse(argv, {
+    snapshot: { type: 'string' },
+    digest: { type: 'string' },
+    out: { type: 'string' },
+  });
+  const snapshotDir = values['snapshot'];
+  if (snapshotDir === undefined) {
+    throw new RunnerOptionsError(
+      '--snapshot',
+      'missing',
+      'pass the directory where the snapshot ConfigMap is mounted',
+    );
+  }
+  const contentDigest = values['digest'];
+  if (!isSha256Digest(contentDigest)) {
+    throw new RunnerOptionsError(
+      '--digest',
+      contentDigest === undefined ? 'missing' : 'not sha256:<64 hex>',
+      'pass the content digest the operation is bound to',
+    );
+  }
+  const outDir = values['out'];
+  if (outDir === undefined) {
+    throw new RunnerOptionsError(
+      '--out',
+      'missing',
+      'pass the EmptyDir the operation container reads the files from',
+    );
+  }
+  return {
+    mode: 'check-snapshot',
+    operationId: operationIdOf(env),
+    snapshotDir,
+    contentDigest,
+    outDir,
+    terminationMessagePath: terminationMessagePath(env),
+  };
+}
+
+type FlagSpec = Record<string, { type: 'string' }>;
+
+function parse(argv: readonly string[], options: FlagSpec): { values: Record<string, string | undefined> } {
+  try {
+    const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    return { values: values as Record<string, string | undefined> };
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0]! : 'unreadable arguments';
+    throw new RunnerOptionsError(
+      'argv',
+      message.slice(0, 200),
+      `accepted flags: ${Object.keys(options)
+        .map((k) => `--${k}`)
+        .join(', ')}`,
+    );
+  }
+}
+
+function requireOperationId(env: Readonly<Record<string, string | undefined>>): string {
+  const id = env['PTAH_OPERATION_ID'];
+  if (id === undefined || !OPERATION_ID.test(id)) {
+    throw new RunnerOptionsError(
+      'PTAH_OPERATION_ID',
+      id === undefined ? 'missing' : 'not an id of at most 128 letters, digits and :._-',
+      "set it to the claim's operation id",
+    );
+  }
+  return id;
+}
+
+function terminationMessagePath(env: Readonly<Record<string, string | undefined>>): string {
+  return nonEmpty(env['PTAH_TERMINATION_MESSAGE_PATH']) ?? DEFAULTS.terminationMessagePath;
+}
+
+function positiveInt(raw: string | undefined, field: string, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[1-9][0-9]{0,9}$/.test(raw)) {
+    throw new RunnerOptionsError(
+      field,
+      `"${raw.slice(0, 16)}" is not a positive integer`,
+      `omit it for the default ${fallback}`,
+    );
+  }
+  return Number(raw);
+}
+
+function parseExclude(raw: string | undefined): string[] {
+  if (raw === undefined || raw === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    !Array.isArray(parsed) ||
+    !parsed.every((x) => typeof x === 'string' && x !== '' && !x.startsWith('-'))
+  ) {
+    throw new RunnerOptionsError(
+      'PTAH_EXCLUDE',
+      'not a JSON list of patterns',
+      'write it like ["audit_*","tmp"]',
+    );
+  }
+  return parsed as string[];
+}
+
+function normaliseEngine(engine: string): Dialect | string {
+  const e = engine.toLowerCase();
+  if (e === 'postgres' || e === 'postgresql') return 'postgres';
+  if (e === 'mysql' || e === 'mariadb') return 'mysql';
+  return e;
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/** A script is run by this Node (no shell, no PATH lookup for the interpreter); anything else is executed. */
+function ptahCommand(binary: string | undefined): PtahCommand {
+  const file = binary ?? fileURLToPath(new URL('../../bin/ptah.mjs', import.meta.url));
+  if (binary !== undefined && !existsSync(file)) {
+    throw new RunnerOptionsError(
+      '--ptah-binary',
+      'no such file',
+      'point it at the ptah executable in the image',
+    );
+  }
+  if (/\.(mjs|cjs|js)$/.test(file)) return { file: process.execPath, prefixArgs: [file] };
+  return { file, prefixArgs: [] };
+}

@@ -1,0 +1,22 @@
+/**
+ * The credential-free identity of the database a Pod was pointed at. The manager never sees the URL; it
+ * compares this digest with the one it recorded, so a Secret repointed at another database is noticed.
+ * Binds engine, host, port, database and user; never the password or connection options that only tune.
+ */
+import { canonicalDigest } from '../api/digest.ts';
+import { parseDatabaseUrl } from '../engine/database-url.ts';
+import type { TargetReport } from './result.ts';
+
+export function targetReport(databaseUrl: string): TargetReport {
+  const parsed = parseDatabaseUrl(databaseUrl);
+  const u = new URL(databaseUrl);
+  const defaultPort = parsed.dialect === 'postgres' ? '5432' : '3306';
+  const identityDigest = canonicalDigest({
+    dialect: parsed.dialect,
+    host: u.hostname.toLowerCase(),
+    port: u.port === '' ? defaultPort : u.port,
+    database: decodeURIComponent(u.pathname.replace(/^\//, '')),
+    user: decodeURIComponent(u.username),
+  });
+  return { dialect: parsed.dialect, identityDigest };
+}
