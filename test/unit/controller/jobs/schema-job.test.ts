@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { buildSchemaJob, type SchemaJobInput } from '../../../../src/controller/jobs/schema-job.ts';
+
+const digest = (c: string) => `sha256:${c.repeat(64)}`;
+const base: SchemaJobInput = {
+  schema: { name: 'orders', namespace: 'ns', uid: 'uid-1' },
+  claim: {
+    type: 'Observe',
+    operationId: digest('a'),
+    inputsFingerprint: digest('b'),
+    jobName: 'ptah-observe-orders-aaaaaaaaaaaaaaaa',
+    attempt: 1,
+    generation: 1,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    contentDigest: digest('c'),
+    snapshotName: 'ptah-src-1234',
+  },
+  engine: 'postgres',
+  urlFrom: { name: 'db-secret', key: 'url' },
+  exclude: ['b', 'a'],
+  protectedTables: ['public.audit'],
+  activeDeadlineSeconds: 900,
+  manager: {
+    managerImage: 'ptah/manager:dev',
+    managerRevision: 'r1',
+    controllerStateVersion: 1,
+    ptahVersion: '0.1.0',
+    runnerImage: 'ptah/runner:dev',
+  },
+  now: new Date('2026-01-01T00:00:00Z'),
+};
+
+describe('schema operation Job', () => {
+  it('is hardened: no token, non-root, read-only root, no capabilities, no retries, a deadline', () => {
+    const job = buildSchemaJob(base);
+    const pod = job.spec!.template.spec!;
+    assert.equal(job.metadata!.name, base.claim.jobName);
+    assert.equal(job.spec!.backoffLimit, 0);
+    assert.equal(job.spec!.activeDeadlineSeconds, 900);
+    assert.equal(pod.activeDeadlineSeconds, 900);
+    assert.equal(pod.restartPolicy, 'Never');
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.equal(pod.securityContext!.runAsNonRoot, true);
+    for (const c of [...pod.initContainers!, ...pod.containers]) {
+      assert.equal(c.securityContext!.readOnlyRootFilesystem, true, c.name);
+      assert.equal(c.securityContext!.runAsNonRoot, true, c.name);
+      assert.deepEqual(c.securityContext!.capabilities!.drop, ['ALL'], c.name);
+      assert.equal(c.securityContext!.allowPrivilegeEscalation, false, c.name);
+    }
+    assert.equal(job.metadata!.ownerReferences![0]!.uid, 'uid-1');
+    assert.equal(job.metadata!.ownerReferences![0]!.controller, true);
+  });
+
+  it('checks the snapshot in an init container with no credential, then runs the runner with the URL from env only', () => {
+    const job = buildSchemaJob(base);
+    const pod = job.spec!.template.spec!;
+    const [init] = pod.initContainers!;
+    assert.equal(init!.name, 'check-snapshot');
+    assert.deepEqual(init!.args, [
+      'check-snapshot',
+      '--snapshot',
+      '/snapshot',
+      '--digest',
+      digest('c'),
+      '--out',
+      '/work/schema',
+    ]);
+    assert.ok(
+      !(init!.env ?? []).some((e) => e.valueFrom?.secretKeyRef),
+      'the init container holds no Secret',
+    );
+    const main = pod.containers[0]!;
+    const url = main.env!.find((e) => e.name === 'PTAH_DB_URL')!;
+    assert.deepEqual(url.valueFrom!.secretKeyRef, { name: 'db-secret', key: 'url', optional: false });
+    assert.equal(url.value, undefined);
+    assert.ok(!JSON.stringify(main.args).includes('db-secret'));
+    assert.equal(pod.volumes!.find((v) => v.name === 'snapshot')!.configMap!.name, 'ptah-src-1234');
+    assert.equal(main.env!.find((e) => e.name === 'PTAH_EXCLUDE')!.value, '["a","b"]');
+  });
+
+  it('projects the plan chunks in order for an Apply and binds their digest', () => {
+    const job = buildSchemaJob({
+      ...base,
+      claim: { ...base.claim, type: 'Apply', jobName: 'ptah-apply-orders-aaaaaaaaaaaaaaaa' },
+      plan: {
+        fingerprint: digest('f'),
+        contentDigest: digest('p'),
+        chunks: [
+          { configMapName: 'plan-001', key: 'chunk', index: 1 },
+          { configMapName: 'plan-000', key: 'chunk', index: 0 },
+        ],
+      },
+    });
+    const pod = job.spec!.template.spec!;
+    assert.equal(pod.initContainers!.length, 0);
+    const sources = pod.volumes!.find((v) => v.name === 'plan')!.projected!.sources!;
+    assert.deepEqual(
+      sources.map((s) => [s.configMap!.name, s.configMap!.items![0]!.path]),
+      [
+        ['plan-000', '000.plan'],
+        ['plan-001', '001.plan'],
+      ],
+    );
+    const env = pod.containers[0]!.env!;
+    assert.equal(env.find((e) => e.name === 'PTAH_EXPECTED_PLAN_CONTENT_DIGEST')!.value, digest('p'));
+    assert.equal(job.metadata!.annotations!['operator.ptah.run/plan-fingerprint'], digest('f'));
+  });
+});
