@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ConfigMapObject } from '../../../../src/api/core.ts';
+import { sha256Digest } from '../../../../src/api/digest.ts';
+import { schemaPlanFingerprint } from '../../../../src/api/fingerprint.ts';
+import {
+  MAX_CHUNK_BYTES,
+  MAX_PLAN_BYTES,
+  MAX_PLAN_CHUNKS,
+  type PtahSchemaPlan,
+} from '../../../../src/api/ptah-schema-plan.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../../../src/controller/plan-store/build-plan.ts';
+import {
+  buildChunkConfigMap,
+  CHUNK_KEY,
+  checkChunk,
+} from '../../../../src/controller/plan-store/chunk-config-map.ts';
+import { reassemblePlan } from '../../../../src/controller/plan-store/reassemble-plan.ts';
+import { PlanSizeError, splitPlan } from '../../../../src/controller/plan-store/split-plan.ts';
+
+const schema = {
+  apiVersion: 'operator.ptah.run/v1alpha1' as const,
+  kind: 'PtahSchema' as const,
+  metadata: { name: 'orders', namespace: 'shop', uid: 'uid-orders' },
+};
+const d = (s: string) => sha256Digest(s);
+const inputs: PlanInputs = {
+  sourceType: 'ConfigMap',
+  configMapUID: 'uid-cm',
+  contentDigest: d('manifest'),
+  coordinationDigest: d('realm'),
+  targetIdentityDigest: d('route'),
+  observedStateFingerprint: d('observed'),
+  desiredStateFingerprint: d('desired'),
+  policyFingerprint: d('policy'),
+  managerImage: 'm@sha256:' + '1'.repeat(64),
+  managerRevision: 'r1',
+  controllerStateVersion: 1,
+  ptahVersion: '0.1.0',
+  runnerImage: 'r@sha256:' + '2'.repeat(64),
+  runnerProtocolVersion: 1,
+  dialect: 'postgres',
+  destructive: false,
+  statementCount: 2,
+};
+
+/** Deterministic, non-repeating bytes so a swapped or shifted chunk cannot hash the same. */
+function bytesOf(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 131 + (i >> 8)) & 0xff;
+  return b;
+}
+
+/** Publishes a plan the way the manager will: create chunks, read back (here: assign UIDs), commit. */
+function publish(bytes: Uint8Array) {
+  const built = buildSchemaPlan(schema, inputs, bytes);
+  const plan = { ...built.plan, metadata: { ...built.plan.metadata, uid: 'uid-plan' } };
+  const store = new Map<string, ConfigMapObject>();
+  for (const piece of built.pieces) {
+    const cm = buildChunkConfigMap(plan, piece);
+    store.set(cm.metadata.name, { ...cm, metadata: { ...cm.metadata, uid: `uid-${cm.metadata.name}` } });
+  }
+  const published: PtahSchemaPlan = {
+    ...plan,
+    status: {
+      publishedChunks: plan.spec.chunks.map((c) => ({ name: c.name, uid: `uid-${c.name}`, index: c.index })),
+    },
+  };
+  return { plan: published, store, pieces: built.pieces };
+}
+
+describe('plan limits', () => {
+  it('derives sixteen chunks from an 8 MiB plan in 512 KiB chunks', () => {
+    assert.equal(MAX_PLAN_CHUNKS, 16);
+    const pieces = splitPlan('p', bytesOf(MAX_PLAN_BYTES));
+    assert.equal(pieces.length, 16);
+    assert.ok(pieces.every((p) => p.size === MAX_CHUNK_BYTES));
+  });
+
+  it('cuts at 512 KiB and keeps the remainder in a last, smaller chunk', () => {
+    const pieces = splitPlan('ptah-plan-x', bytesOf(MAX_CHUNK_BYTES + 1));
+    assert.deepEqual(
+      pieces.map((p) => [p.name, p.index, p.size]),
+      [
+        ['ptah-plan-x-000', 0, MAX_CHUNK_BYTES],
+        ['ptah-plan-x-001', 1, 1],
+      ],
+    );
+    assert.equal(pieces[1]!.digest, sha256Digest(bytesOf(MAX_CHUNK_BYTES + 1).subarray(MAX_CHUNK_BYTES)));
+  });
+
+  it('refuses an empty plan and one byte over 8 MiB', () => {
+    assert.throws(() => splitPlan('p', new Uint8Array()), PlanSizeError);
+    assert.throws(() => splitPlan('p', bytesOf(MAX_PLAN_BYTES + 1)), PlanSizeError);
+  });
+});
+
+describe('building a plan', () => {
+  it('binds the bytes and names the plan and its chunks from the fingerprint', () => {
+    const bytes = bytesOf(1000);
+    const { plan } = buildSchemaPlan(schema, inputs, bytes);
+    assert.equal(plan.spec.binding.planContentDigest, sha256Digest(bytes));
+    assert.equal(plan.spec.fingerprint, schemaPlanFingerprint(plan.spec.binding));
+    assert.equal(plan.metadata.name, `ptah-plan-${plan.spec.fingerprint.slice(7, 31)}`);
+    assert.deepEqual(plan.spec.schemaRef, { name: 'orders', uid: 'uid-orders' });
+    assert.equal(plan.metadata.ownerReferences?.[0]?.uid, 'uid-orders');
+    assert.equal(plan.spec.chunks[0]!.name, `${plan.metadata.name}-000`);
+  });
+
+  it('builds identical objects for identical inputs and another plan for other bytes', () => {
+    assert.deepEqual(
+      buildSchemaPlan(schema, inputs, bytesOf(10)),
+      buildSchemaPlan(schema, inputs, bytesOf(10)),
+    );
+    assert.notEqual(
+      buildSchemaPlan(schema, inputs, bytesOf(10)).plan.metadata.name,
+      buildSchemaPlan(schema, inputs, bytesOf(11)).plan.metadata.name,
+    );
+  });
+
+  it('stores each chunk immutable, owned by the plan, under one key', () => {
+    const { plan, store } = publish(bytesOf(MAX_CHUNK_BYTES + 5));
+    const cm = store.get(plan.spec.chunks[1]!.name)!;
+    assert.equal(cm.immutable, true);
+    assert.equal(cm.metadata.ownerReferences?.[0]?.uid, 'uid-plan');
+    assert.equal(cm.metadata.labels?.['operator.ptah.run/plan'], plan.metadata.name);
+    assert.deepEqual(Object.keys(cm.binaryData ?? {}), [CHUNK_KEY]);
+  });
+});
+
+describe('reassembling a plan', () => {
+  const bytes = bytesOf(2 * MAX_CHUNK_BYTES + 100);
+
+  it('returns exactly the published bytes', () => {
+    const { plan, store } = publish(bytes);
+    const r = reassemblePlan(plan, (n) => store.get(n));
+    assert.ok(r.ok);
+    assert.ok(Buffer.from(r.bytes).equals(bytes));
+  });
+
+  const replaceChunk = (index: number, change: (cm: ConfigMapObject) => ConfigMapObject | undefined) => {
+    const { plan, store } = publish(bytes);
+    const name = plan.spec.chunks[index]!.name;
+    const next = change(store.get(name)!);
+    if (next === undefined) store.delete(name);
+    else store.set(name, next);
+    return reassemblePlan(plan, (n) => store.get(n));
+  };
+  const withBytes = (cm: ConfigMapObject, b: Uint8Array): ConfigMapObject => ({
+    ...cm,
+    binaryData: { [CHUNK_KEY]: Buffer.from(b).toString('base64') },
+  });
+
+  const failures: [string, ReturnType<typeof reassemblePlan>, string, string][] = [
+    ['a deleted chunk', replaceChunk(1, () => undefined), '-001', 'Missing'],
+    [
+      'a chunk recreated with the same bytes (another UID)',
+      replaceChunk(2, (cm) => ({ ...cm, metadata: { ...cm.metadata, uid: 'uid-new' } })),
+      '-002',
+      'UIDMismatch',
+    ],
+    [
+      'a chunk whose bytes changed at the same size',
+      replaceChunk(0, (cm) => withBytes(cm, Buffer.alloc(MAX_CHUNK_BYTES, 7))),
+      '-000',
+      'DigestMismatch',
+    ],
+    ['a truncated chunk', replaceChunk(2, (cm) => withBytes(cm, bytesOf(99))), '-002', 'SizeMismatch'],
+    ['a mutable chunk', replaceChunk(1, (cm) => ({ ...cm, immutable: false })), '-001', 'NotImmutable'],
+    [
+      'a chunk owned by something else',
+      replaceChunk(1, (cm) => ({
+        ...cm,
+        metadata: {
+          ...cm.metadata,
+          ownerReferences: [{ ...cm.metadata.ownerReferences![0]!, uid: 'other' }],
+        },
+      })),
+      '-001',
+      'WrongOwner',
+    ],
+    [
+      'a chunk with an extra key',
+      replaceChunk(0, (cm) => ({ ...cm, data: { extra: 'x' } })),
+      '-000',
+      'Malformed',
+    ],
+  ];
+  for (const [name, result, failing, reason] of failures) {
+    it(`refuses ${name}, naming the chunk`, () => {
+      assert.equal(result.ok, false);
+      if (result.ok) return;
+      assert.ok(result.failing.endsWith(failing), result.failing);
+      assert.equal(result.reason, reason);
+    });
+  }
+
+  it('refuses chunks committed out of order', () => {
+    const { plan, store } = publish(bytes);
+    const chunks = plan.status!.publishedChunks!;
+    const swapped: PtahSchemaPlan = {
+      ...plan,
+      status: { publishedChunks: [chunks[1]!, chunks[0]!, chunks[2]!] },
+    };
+    const r = reassemblePlan(swapped, (n) => store.get(n));
+    assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [plan.spec.chunks[0]!.name, 'OrderMismatch']);
+  });
+
+  it('refuses a plan whose chunks were never committed', () => {
+    const { plan, store } = publish(bytes);
+    const r = reassemblePlan({ ...plan, status: {} }, (n) => store.get(n));
+    assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [plan.metadata.name, 'NotPublished']);
+  });
+
+  it('refuses chunks that each verify but do not give the plan content digest', () => {
+    const { plan, store } = publish(bytes);
+    const forged: PtahSchemaPlan = {
+      ...plan,
+      spec: { ...plan.spec, binding: { ...plan.spec.binding, planContentDigest: d('another plan') } },
+    };
+    const r = reassemblePlan(forged, (n) => store.get(n));
+    assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [plan.metadata.name, 'PlanDigestMismatch']);
+  });
+
+  it('checks a single chunk on read-back without a UID to compare yet', () => {
+    const { plan, store } = publish(bytes);
+    const chunk = plan.spec.chunks[0]!;
+    assert.ok(checkChunk(chunk, 'uid-plan', store.get(chunk.name)).ok);
+  });
+});
