@@ -1,0 +1,135 @@
+/**
+ * The database-realm Lease: resources that name one realm (engine + namespace + coordination key) take
+ * turns on it for Plan, Apply and the proof after an Apply, so two plans or an apply and a plan never
+ * interleave on one database. The Lease lives in the coordination namespace and is named from the realm's
+ * coordination digest, so the plaintext key never leaves spec.
+ *
+ * The decision (create, renew, take over an expired holder, or wait) is `decideLease`; this module only reads
+ * and writes with the resourceVersion it read, so a conflict means somebody else moved first. An epoch
+ * annotation changes whenever the holder changes, so a claim can tell an uninterrupted hold from a new one.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import { canonicalDigest } from '../../api/digest.ts';
+import { hexOf, realmLeaseName } from '../../api/fingerprint.ts';
+import { LABELS, MANAGED_BY } from '../../api/meta.ts';
+import { decideLease, type LeaseState } from '../runtime/lease.ts';
+
+export const LEASE_EPOCH_ANNOTATION = 'operator.ptah.dev/lease-epoch';
+export const REALM_LEASE_LABEL = 'operator.ptah.dev/coordination';
+
+export type RealmLeaseOutcome =
+  | { readonly held: true; readonly epoch: string; readonly action: 'create' | 'renew' | 'takeover' }
+  | { readonly held: false; readonly retryAfterMs: number };
+
+/** Owner-neutral holder identity: one per resource, whatever its kind. */
+export function realmHolderIdentity(resourceUID: string): string {
+  return `ptah-h-${hexOf(canonicalDigest({ resourceUID })).slice(0, 40)}`;
+}
+
+function statusCode(error: unknown): number | undefined {
+  const e = error as { code?: unknown; statusCode?: unknown };
+  if (typeof e.code === 'number') return e.code;
+  return typeof e.statusCode === 'number' ? e.statusCode : undefined;
+}
+
+function toState(lease: V1Lease): LeaseState {
+  const s = lease.spec ?? {};
+  return {
+    ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
+    ...(s.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: s.leaseDurationSeconds } : {}),
+    ...(s.acquireTime ? { acquireTime: new Date(s.acquireTime) } : {}),
+    ...(s.renewTime ? { renewTime: new Date(s.renewTime) } : {}),
+    ...(s.leaseTransitions !== undefined ? { leaseTransitions: s.leaseTransitions } : {}),
+  };
+}
+
+export class RealmLeases {
+  constructor(
+    private readonly api: CoordinationV1Api,
+    private readonly namespace: string,
+  ) {}
+
+  async acquire(
+    coordinationDigest: string,
+    holder: string,
+    durationSeconds: number,
+    now = new Date(),
+  ): Promise<RealmLeaseOutcome> {
+    const name = realmLeaseName(coordinationDigest as `sha256:${string}`);
+    const existing = await this.read(name);
+    const decision = decideLease(existing ? toState(existing) : undefined, holder, durationSeconds, now);
+    if (decision.action === 'wait') {
+      return { held: false, retryAfterMs: Math.max(1000, decision.expiresAt.getTime() - now.getTime()) };
+    }
+    const epoch =
+      decision.action === 'renew'
+        ? (existing?.metadata?.annotations?.[LEASE_EPOCH_ANNOTATION] ?? newEpoch())
+        : newEpoch();
+    const spec = {
+      holderIdentity: decision.next.holderIdentity,
+      leaseDurationSeconds: decision.next.leaseDurationSeconds,
+      acquireTime: decision.next.acquireTime,
+      renewTime: decision.next.renewTime,
+      leaseTransitions: decision.next.leaseTransitions,
+    } as V1Lease['spec'];
+    const metadata = {
+      ...(existing?.metadata ?? {}),
+      name,
+      namespace: this.namespace,
+      labels: { ...(existing?.metadata?.labels ?? {}), [LABELS.managedBy]: MANAGED_BY, [REALM_LEASE_LABEL]: 'database-target' },
+      annotations: { ...(existing?.metadata?.annotations ?? {}), [LEASE_EPOCH_ANNOTATION]: epoch },
+    };
+    try {
+      if (existing === undefined) {
+        await this.api.createNamespacedLease({ namespace: this.namespace, body: { metadata, spec } });
+      } else {
+        await this.api.replaceNamespacedLease({ name, namespace: this.namespace, body: { metadata, spec } });
+      }
+    } catch (error) {
+      const code = statusCode(error);
+      if (code === 409) return { held: false, retryAfterMs: 1000 };
+      throw error;
+    }
+    return { held: true, epoch, action: decision.action };
+  }
+
+  /** Lets go only when this holder still holds it; a missing or foreign Lease is already released. */
+  async release(coordinationDigest: string, holder: string): Promise<void> {
+    const name = realmLeaseName(coordinationDigest as `sha256:${string}`);
+    const existing = await this.read(name);
+    if (existing === undefined || existing.spec?.holderIdentity !== holder) return;
+    const spec = { ...existing.spec, leaseTransitions: (existing.spec?.leaseTransitions ?? 0) + 1 };
+    delete spec.holderIdentity;
+    delete spec.renewTime;
+    try {
+      await this.api.replaceNamespacedLease({
+        name,
+        namespace: this.namespace,
+        body: {
+          metadata: {
+            ...existing.metadata,
+            annotations: { ...(existing.metadata?.annotations ?? {}), [LEASE_EPOCH_ANNOTATION]: newEpoch() },
+          },
+          spec,
+        },
+      });
+    } catch (error) {
+      // Somebody wrote in between: the next pass reads again and releases what is still ours.
+      if (statusCode(error) !== 409) throw error;
+    }
+  }
+
+  private async read(name: string): Promise<V1Lease | undefined> {
+    try {
+      return await this.api.readNamespacedLease({ name, namespace: this.namespace });
+    } catch (error) {
+      if (statusCode(error) === 404) return undefined;
+      throw error;
+    }
+  }
+}
+
+function newEpoch(): string {
+  return `v1-${randomBytes(16).toString('hex')}`;
+}
