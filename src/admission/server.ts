@@ -1,0 +1,158 @@
+/**
+ * The HTTPS server that answers AdmissionReview v1 on one path per webhook. Like controller-runtime's
+ * webhook server: it checks the method and content type, caps the body, echoes the request UID, and turns
+ * a handler crash into an `errored(500)` review — which a fail-closed webhook configuration refuses.
+ */
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  errored,
+  respond,
+  type AdmissionHandler,
+  type AdmissionRequest,
+  type AdmissionReview,
+} from './review.ts';
+
+/** The API server sends at most a few MiB (an object and its old version); anything bigger is refused. */
+export const DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024;
+
+export interface AdmissionServerOptions {
+  /** PEM serving certificate and key. */
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+  /** Path → handler, e.g. `/mapproval`. */
+  readonly handlers: Readonly<Record<string, AdmissionHandler>>;
+  readonly host?: string;
+  /** 0 picks a free port. */
+  readonly port?: number;
+  readonly maxBodyBytes?: number;
+  /** Called for each answered review, without object contents (for logs and metrics). */
+  readonly onReview?: (event: ReviewEvent) => void;
+}
+
+export interface ReviewEvent {
+  readonly path: string;
+  readonly uid: string;
+  readonly allowed: boolean;
+  readonly code?: number;
+  readonly durationMs: number;
+}
+
+export interface AdmissionServer {
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const server: Server = createServer(
+    { cert: options.cert, key: options.key, minVersion: 'TLSv1.2' },
+    (req, res) => {
+      void serve(req, res, options, maxBody);
+    },
+  );
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    url: `https://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: AdmissionServerOptions,
+  maxBody: number,
+): Promise<void> {
+  const started = Date.now();
+  const path = (req.url ?? '/').split('?')[0]!;
+  const handler = Object.hasOwn(options.handlers, path) ? options.handlers[path] : undefined;
+  if (handler === undefined) return plain(res, 404, 'no webhook at this path');
+  if (req.method !== 'POST') return plain(res, 405, 'admission reviews are POSTed');
+  const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (contentType !== 'application/json') return plain(res, 415, 'content type must be application/json');
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > maxBody) return plain(res, 413, `body exceeds ${maxBody} bytes`);
+
+  let body: Buffer;
+  try {
+    body = await readCapped(req, maxBody);
+  } catch {
+    return plain(res, 413, `body exceeds ${maxBody} bytes`);
+  }
+  let review: AdmissionReview;
+  try {
+    review = JSON.parse(body.toString('utf8')) as AdmissionReview;
+  } catch {
+    return plain(res, 400, 'body is not JSON');
+  }
+  const request = review?.request;
+  if (
+    review?.apiVersion !== 'admission.k8s.io/v1' ||
+    review.kind !== 'AdmissionReview' ||
+    typeof request?.uid !== 'string' ||
+    request.uid === ''
+  ) {
+    return plain(res, 400, 'body is not an admission.k8s.io/v1 AdmissionReview with a request UID');
+  }
+
+  let out: AdmissionReview;
+  try {
+    out = respond(request.uid, await handler(normalise(request)));
+  } catch (error) {
+    out = respond(
+      request.uid,
+      errored(500, `webhook ${path} failed: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
+  const payload = JSON.stringify(out);
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+  res.end(payload);
+  options.onReview?.({
+    path,
+    uid: request.uid,
+    allowed: out.response?.allowed ?? false,
+    ...(out.response?.status?.code !== undefined ? { code: out.response.status.code } : {}),
+    durationMs: Date.now() - started,
+  });
+}
+
+/** The API server omits empty userInfo members; handlers read a complete shape. */
+function normalise(request: AdmissionRequest): AdmissionRequest {
+  return { ...request, userInfo: request.userInfo ?? {} };
+}
+
+function readCapped(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        reject(new Error('too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks, size)));
+    req.on('error', reject);
+  });
+}
+
+function plain(res: ServerResponse, code: number, message: string): void {
+  res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+  res.end(message + '\n');
+}
