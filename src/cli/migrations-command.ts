@@ -131,8 +131,14 @@ function readExpectedSequence(path: string): ExpectedMigration[] {
 /** Opens the target; connection errors are reported with every credential removed. */
 async function connect(url: string, flags: Flags): Promise<MigrationAdapter> {
   const parsed = parseDatabaseUrl(url);
+  let table;
   try {
-    return await openMigrationAdapter(url, parseRevisionTableName(flags['revisions-table']));
+    table = parseRevisionTableName(flags['revisions-table']);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  try {
+    return await openMigrationAdapter(url, table);
   } catch (error) {
     const password = decodeURIComponent(new URL(url).password);
     const msg = error instanceof Error ? error.message : String(error);

@@ -2,7 +2,7 @@
  * Loading, creating and re-hashing a migration directory. Loading checks the directory against `ptah.sum`
  * and names the file at fault, so a tampered directory is refused before anything reads the database.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   compareVersions,
@@ -101,7 +101,8 @@ export function newMigrationFile(dir: string, description: string, now: Date = n
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
   if (slug === '') throw new MigrationDirectoryError('a migration needs a name made of letters or digits');
-  const existing = existsSync(dir) ? readMigrationFiles(dir) : [];
+  mkdirSync(dir, { recursive: true });
+  const existing = readMigrationFiles(dir);
   let version = timestampVersion(now);
   const newest = existing.at(-1)?.version;
   // Two files created in the same second still get distinct, increasing versions.

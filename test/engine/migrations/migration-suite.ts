@@ -416,6 +416,34 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       );
     });
 
+    test('--revisions-table names the history; a refused login prints no credential', async () => {
+      const url = await newDb();
+      const dir = migrationDir({ '1_a.sql': 'CREATE TABLE a (id int);' });
+      const run = await up(dir, url, ['--revisions-table', 'deploy_history']);
+      assert.equal(run.result.outcome, 'applied');
+      assert.deepEqual(await tables(dialect, url), ['a', 'deploy_history']);
+      const s = await ptah(
+        ['migrations', 'status', '--json', '--dir', dir, '--revisions-table', 'deploy_history'],
+        {
+          PTAH_DB_URL: url,
+        },
+      );
+      assert.equal(JSON.parse(s.stdout).verdict, 'up_to_date');
+
+      const wrong = new URL(url);
+      wrong.password = 'Wr0ngSecretValue';
+      const refused = await ptah(['migrations', 'up', '--json', '--dir', dir], { PTAH_DB_URL: wrong.href });
+      assert.equal(refused.code, 1);
+      assert.equal(JSON.parse(refused.stdout).reason, 'connection_failed');
+      const st = await ptah(['migrations', 'status', '--dir', dir], { PTAH_DB_URL: wrong.href });
+      assert.equal(st.code, 1);
+      assert.match(st.stderr, /cannot connect/);
+      for (const text of [refused.stdout, refused.stderr, st.stdout, st.stderr]) {
+        assert.ok(!text.includes('Wr0ngSecretValue'));
+        assert.ok(!text.includes(new URL(url).password));
+      }
+    });
+
     test('two concurrent up runs never interleave: the second waits, a third times out', async () => {
       const url = await newDb();
       const dir = migrationDir({
