@@ -9,6 +9,7 @@
  */
 import { apply } from './apply.ts';
 import { runChild, type ChildResult } from './child.ts';
+import type { Sha256Digest } from '../api/digest.ts';
 import { encodeFrame, framePayloadDigest, neutraliseMarkers } from './frame.ts';
 import { observe } from './observe.ts';
 import { RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
@@ -29,7 +30,7 @@ import {
   type RunnerResult,
   type TargetReport,
 } from './result.ts';
-import { copySnapshot, verifySnapshot } from './snapshot-check.ts';
+import { materialiseSnapshot } from '../controller/snapshot/verify-snapshot.ts';
 import { targetReport } from './target-identity.ts';
 import { terminationSummary, writeTerminationMessage } from './termination.ts';
 
@@ -204,41 +205,49 @@ async function runOperation(
   }
 }
 
+/**
+ * The snapshot-check init mode. The verifier is the manager's own (`src/controller/snapshot/`), so the
+ * layout the manager writes and the layout the Pod checks cannot drift apart; nothing is copied unless
+ * the manifest and every file verified.
+ */
 function checkSnapshot(options: CompiledCheckSnapshotOptions, say: (line: string) => void): OperationReport {
-  const verdict = verifySnapshot(options.snapshotDir, options.contentDigest);
-  if (!verdict.ok) {
-    say(`snapshot refused: ${verdict.failingFile}: ${verdict.reason}`);
-    return {
-      outcome: 'refused',
-      exitCode: RUNNER_EXIT.refused,
-      childExitCode: -1,
-      outputs: {
-        snapshot: { contentDigest: options.contentDigest, files: 0, failingFile: verdict.failingFile },
-      },
-      error: { code: 'snapshot_refused', message: `${verdict.failingFile}: ${verdict.reason}` },
-    };
-  }
+  const contentDigest = options.contentDigest as Sha256Digest;
+  let verdict: ReturnType<typeof materialiseSnapshot>;
   try {
-    copySnapshot(verdict.files, options.outDir);
+    verdict = materialiseSnapshot(options.snapshotDir, contentDigest, options.outDir);
   } catch {
     return {
       outcome: 'failed',
       exitCode: RUNNER_EXIT.failed,
       childExitCode: -1,
-      outputs: { snapshot: { contentDigest: options.contentDigest, files: 0 } },
+      outputs: { snapshot: { contentDigest, files: 0 } },
       error: {
         code: 'snapshot_copy_failed',
         message: 'the checked files could not be written to the output directory',
       },
     };
   }
-  say(`snapshot checked: ${verdict.files.length} files match ${options.contentDigest}`);
+  if (!verdict.ok) {
+    say(`snapshot refused: ${verdict.failing}: ${verdict.message}`);
+    return {
+      outcome: 'refused',
+      exitCode: RUNNER_EXIT.refused,
+      childExitCode: -1,
+      outputs: { snapshot: { contentDigest, files: 0, failingFile: verdict.failing } },
+      error: { code: `snapshot_${snake(verdict.reason)}`, message: `${verdict.failing}: ${verdict.message}` },
+    };
+  }
+  say(`snapshot checked: ${verdict.files.length} files match ${contentDigest}`);
   return {
     outcome: 'succeeded',
     exitCode: RUNNER_EXIT.succeeded,
     childExitCode: -1,
-    outputs: { snapshot: { contentDigest: options.contentDigest, files: verdict.files.length } },
+    outputs: { snapshot: { contentDigest, files: verdict.files.length } },
   };
+}
+
+function snake(reason: string): string {
+  return reason.replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
 }
 
 function guessOperation(argv: readonly string[], env: Env): RunnerOperation | undefined {
