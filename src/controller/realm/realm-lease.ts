@@ -77,7 +77,11 @@ export class RealmLeases {
       ...(existing?.metadata ?? {}),
       name,
       namespace: this.namespace,
-      labels: { ...(existing?.metadata?.labels ?? {}), [LABELS.managedBy]: MANAGED_BY, [REALM_LEASE_LABEL]: 'database-target' },
+      labels: {
+        ...(existing?.metadata?.labels ?? {}),
+        [LABELS.managedBy]: MANAGED_BY,
+        [REALM_LEASE_LABEL]: 'database-target',
+      },
       annotations: { ...(existing?.metadata?.annotations ?? {}), [LEASE_EPOCH_ANNOTATION]: epoch },
     };
     try {

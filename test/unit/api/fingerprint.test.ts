@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { sha256Digest } from '../../../src/api/digest.ts';
 import {
@@ -123,5 +124,37 @@ describe('coordination digest', () => {
     const name = realmLeaseName(coordinationDigest(realm));
     assert.match(name, /^ptah-t-[a-z2-7]{52}$/);
     assert.ok(name.length <= 63);
+  });
+});
+
+describe('fingerprint contract stability', () => {
+  // Written out by hand: if the canonical form ever changes, every stored plan and approval retires on
+  // upgrade, so that must be a deliberate contract change, not a side effect.
+  it('is the SHA-256 of the sorted, whitespace-free JSON of the binding', () => {
+    const small = { ...binding, managerImage: 'm', runnerImage: 'r' };
+    const text =
+      '{"configMapUID":"6f1c1d2e-0000-4000-8000-000000000002","contentDigest":"' +
+      d('manifest') +
+      '",' +
+      '"contractVersion":2,"controllerStateVersion":1,"coordinationDigest":"' +
+      d('realm') +
+      '",' +
+      '"desiredStateFingerprint":"' +
+      d('desired') +
+      '","destructive":false,"dialect":"postgres",' +
+      '"managerImage":"m","managerRevision":"abc1234","observedStateFingerprint":"' +
+      d('observed') +
+      '",' +
+      '"planContentDigest":"' +
+      d('plan bytes') +
+      '","policyFingerprint":"' +
+      binding.policyFingerprint +
+      '",' +
+      '"ptahVersion":"0.1.0","runnerImage":"r","runnerProtocolVersion":1,' +
+      '"schemaUID":"6f1c1d2e-0000-4000-8000-000000000001","sourceType":"ConfigMap","statementCount":3,' +
+      '"targetIdentityDigest":"' +
+      d('route') +
+      '"}';
+    assert.equal(schemaPlanFingerprint(small), `sha256:${createHash('sha256').update(text).digest('hex')}`);
   });
 });

@@ -17,6 +17,7 @@ import {
 } from '../../../../src/controller/plan-store/chunk-config-map.ts';
 import { reassemblePlan } from '../../../../src/controller/plan-store/reassemble-plan.ts';
 import { PlanSizeError, splitPlan } from '../../../../src/controller/plan-store/split-plan.ts';
+import { verifyPublication } from '../../../../src/controller/plan-store/verify-publication.ts';
 
 const schema = {
   apiVersion: 'operator.ptah.run/v1alpha1' as const,
@@ -226,5 +227,25 @@ describe('reassembling a plan', () => {
     const { plan, store } = publish(bytes);
     const chunk = plan.spec.chunks[0]!;
     assert.ok(checkChunk(chunk, 'uid-plan', store.get(chunk.name)).ok);
+  });
+});
+
+describe('verifying publication', () => {
+  it('commits the read-back UIDs in index order when every chunk verifies', () => {
+    const { plan, store } = publish(bytesOf(MAX_CHUNK_BYTES * 2));
+    const r = verifyPublication({ ...plan, status: {} }, (n) => store.get(n));
+    assert.ok(r.ok);
+    assert.deepEqual(r.publishedChunks, plan.status!.publishedChunks);
+  });
+
+  it('commits nothing when a chunk read back differs, naming it', () => {
+    const { plan, store } = publish(bytesOf(MAX_CHUNK_BYTES * 2));
+    const name = plan.spec.chunks[1]!.name;
+    store.set(name, {
+      ...store.get(name)!,
+      binaryData: { [CHUNK_KEY]: Buffer.alloc(MAX_CHUNK_BYTES).toString('base64') },
+    });
+    const r = verifyPublication({ ...plan, status: {} }, (n) => store.get(n));
+    assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [name, 'DigestMismatch']);
   });
 });

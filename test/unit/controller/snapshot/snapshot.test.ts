@@ -14,6 +14,21 @@ import {
   unusedSnapshots,
 } from '../../../../src/controller/snapshot/snapshot-config-map.ts';
 import { materialiseSnapshot, verifySnapshot } from '../../../../src/controller/snapshot/verify-snapshot.ts';
+import {
+  resolutionFromSnapshot,
+  snapshotNamesInUse,
+} from '../../../../src/controller/snapshot/resolution.ts';
+import type { Claim } from '../../../../src/api/ptah-schema.ts';
+
+const claimFixture: Claim = {
+  type: 'Observe',
+  operationId: sha256Digest('op'),
+  inputsFingerprint: sha256Digest('in'),
+  jobName: 'ptah-observe-orders-0123456789abcdef',
+  attempt: 1,
+  generation: 1,
+  startedAt: '2026-01-01T00:00:00Z',
+};
 
 const owner = {
   apiVersion: 'operator.ptah.run/v1alpha1',
@@ -258,5 +273,28 @@ describe('unused snapshots', () => {
       (c) => c.metadata.name,
     );
     assert.deepEqual(names, [b.metadata.name]);
+  });
+});
+
+describe('resolution record', () => {
+  it('records the snapshot and the source ConfigMap identity, and marks both snapshots in use', () => {
+    const snap = buildSourceSnapshot(owner, source, sourceConfigMap(original));
+    const resolution = resolutionFromSnapshot(snap, source.name, new Date('2026-01-01T00:00:00Z'));
+    assert.deepEqual(resolution, {
+      sourceType: 'ConfigMap',
+      configMapName: 'orders-schema',
+      configMapUID: 'uid-cm',
+      contentDigest: snap.contentDigest,
+      snapshotName: snap.configMap.metadata.name,
+      fileCount: 2,
+      size: 51,
+      resolvedAt: '2026-01-01T00:00:00.000Z',
+    });
+    const inUse = snapshotNamesInUse({
+      resolution,
+      claim: { ...claimFixture, snapshotName: 'ptah-src-old' },
+    });
+    assert.deepEqual([...inUse].sort(), [snap.configMap.metadata.name, 'ptah-src-old'].sort());
+    assert.deepEqual([...snapshotNamesInUse(undefined)], []);
   });
 });

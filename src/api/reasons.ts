@@ -1,0 +1,56 @@
+/**
+ * Condition and Event reasons, stable once published: consumers match (type, status, reason), so a reason
+ * is never repurposed or renamed. Named here once so a typo is a compile error.
+ */
+export const REASONS = {
+  // ArtifactResolved
+  SnapshotTaken: 'SnapshotTaken',
+  CommitResolved: 'CommitResolved',
+  ResolveFailed: 'ResolveFailed',
+  SourceNotFound: 'SourceNotFound',
+  SourceKeyNotFound: 'SourceKeyNotFound',
+  SourceTooLarge: 'SourceTooLarge',
+  // EngineSupported
+  SupportedEngine: 'SupportedEngine',
+  UnsupportedEngine: 'UnsupportedEngine',
+  // Lifecycle
+  Pending: 'Pending',
+  Observed: 'Observed',
+  OperationInProgress: 'OperationInProgress',
+  OperationFailed: 'OperationFailed',
+  NoChanges: 'NoChanges',
+  PlanReady: 'PlanReady',
+  Published: 'Published',
+  AwaitingApproval: 'AwaitingApproval',
+  ApprovedPlan: 'ApprovedPlan',
+  ApplyPending: 'ApplyPending',
+  ApplyOutcomeUnknown: 'ApplyOutcomeUnknown',
+  VerifyingConvergence: 'VerifyingConvergence',
+  InSync: 'InSync',
+  ScopedConverged: 'ScopedConverged',
+  DriftRemains: 'DriftRemains',
+  Superseded: 'Superseded',
+  Succeeded: 'Succeeded',
+  Unknown: 'Unknown',
+  NotRequired: 'NotRequired',
+  // Blocked
+  ProtectedTable: 'ProtectedTable',
+  DestructiveChangesDisabled: 'DestructiveChangesDisabled',
+  ApplyDisabled: 'ApplyDisabled',
+  RealmConflict: 'RealmConflict',
+  // Plans and approvals
+  StalePlan: 'StalePlan',
+  PlanNoLongerCurrent: 'PlanNoLongerCurrent',
+  DesiredStateChanged: 'DesiredStateChanged',
+  InputsChanged: 'InputsChanged',
+  PolicyChanged: 'PolicyChanged',
+  ExecutionBindingChanged: 'ExecutionBindingChanged',
+  SupersededApproval: 'SupersededApproval',
+  DispatchCommitted: 'DispatchCommitted',
+  // Suspension and read requests
+  Suspended: 'Suspended',
+  Active: 'Active',
+  ReadRequested: 'ReadRequested',
+  ReadRequestInvalid: 'ReadRequestInvalid',
+} as const;
+export type Reason = (typeof REASONS)[keyof typeof REASONS];

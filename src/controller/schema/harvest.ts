@@ -1,0 +1,93 @@
+/**
+ * Reads the result of a finished operation Job from its Pod: the snapshot-check init container's refusal,
+ * or the frame the runner wrote as its last stdout output, read through `pods/log`. Only a complete frame
+ * bound to the claimed operation id is a result; everything else is "not arrived" or refused, never success.
+ */
+import type { CoreV1Api, V1Job, V1Pod } from '@kubernetes/client-node';
+import { acceptFrame, decodeFrame } from '../../runner/frame.ts';
+import type { RunnerOperation } from '../../runner/result.ts';
+import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from '../jobs/schema-job.ts';
+import { jobPods } from './kube.ts';
+import type { Claim, Harvest, JobObservation } from './model.ts';
+
+export function observeJob(job: V1Job | undefined): JobObservation {
+  if (job === undefined || job.metadata?.deletionTimestamp !== undefined) return { state: 'absent' };
+  const uid = job.metadata?.uid ?? '';
+  const conds = job.status?.conditions ?? [];
+  const done = conds.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
+  if (done === undefined) return { state: 'running', uid };
+  const finishedAt = done.lastTransitionTime ?? job.status?.completionTime;
+  return {
+    state: 'finished',
+    uid,
+    succeeded: done.type === 'Complete',
+    ...(finishedAt !== undefined ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
+  };
+}
+
+const SUMMARY_MARKER = 'PTAH_RUNNER_SUMMARY_V1 ';
+
+/** The failing file the snapshot check names in its termination summary, if it names one. */
+export function failingFileOf(message: string | undefined): string | undefined {
+  if (message === undefined) return undefined;
+  const line = message.split('\n').find((l) => l.startsWith(SUMMARY_MARKER));
+  if (line === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(line.slice(SUMMARY_MARKER.length)) as { failingFile?: unknown };
+    return typeof parsed.failingFile === 'string' ? parsed.failingFile.slice(0, 256) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function runnerOperation(claim: Claim): RunnerOperation {
+  return claim.type === 'Observe' ? 'observe' : claim.type === 'Plan' ? 'plan' : 'apply';
+}
+
+/** Judges one Pod and its main container's log (undefined when the log could not be read). */
+export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): Harvest {
+  const init = pod.status?.initContainerStatuses?.find((c) => c.name === SNAPSHOT_CHECK_CONTAINER);
+  const initExit = init?.state?.terminated?.exitCode;
+  if (initExit !== undefined && initExit !== 0) {
+    const file = failingFileOf(init?.state?.terminated?.message);
+    return { kind: 'snapshot-refused', ...(file !== undefined ? { file } : {}) };
+  }
+  const main = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);
+  if (main?.state?.terminated === undefined) {
+    return { kind: 'refused', message: 'the operation container never finished' };
+  }
+  if (log === undefined) return { kind: 'unavailable', message: 'the container log could not be read' };
+  const accepted = acceptFrame(decodeFrame(log), {
+    operation: runnerOperation(claim),
+    operationId: claim.operationId,
+  });
+  if (accepted.accepted) return { kind: 'accepted', result: accepted.result };
+  return { kind: 'refused', message: accepted.message };
+}
+
+export async function harvestJob(core: CoreV1Api, namespace: string, claim: Claim): Promise<Harvest> {
+  let pods: V1Pod[];
+  try {
+    pods = await jobPods(core, namespace, claim.jobName);
+  } catch {
+    return { kind: 'unavailable', message: 'the Pods of the Job could not be listed' };
+  }
+  if (pods.length === 0) return { kind: 'refused', message: 'the Job has no Pod' };
+  // backoffLimit 0: one Pod per Job. More than one means something else ran; its result cannot be trusted.
+  if (pods.length > 1) return { kind: 'refused', message: 'the Job ran more than one Pod' };
+  const pod = pods[0]!;
+  let log: string | undefined;
+  const main = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);
+  if (main?.state?.terminated !== undefined) {
+    try {
+      log = await core.readNamespacedPodLog({
+        namespace,
+        name: pod.metadata!.name!,
+        container: MAIN_CONTAINER,
+      });
+    } catch {
+      log = undefined;
+    }
+  }
+  return harvestPod(pod, log, claim);
+}

@@ -1,0 +1,105 @@
+/**
+ * The Kubernetes calls the schema reconciler makes, over the generated client. Every read the reconciler
+ * decides from goes to the API server (no cache): the caches only wake the queue. Errors keep their HTTP
+ * code so callers can tell "not found" and "somebody moved first" from a failure.
+ */
+import type {
+  BatchV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  V1ConfigMap,
+  V1Job,
+  V1Pod,
+} from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION } from '../../api/meta.ts';
+
+export function httpCode(error: unknown): number | undefined {
+  const e = error as { code?: unknown; statusCode?: unknown } | null;
+  if (e && typeof e.code === 'number') return e.code;
+  if (e && typeof e.statusCode === 'number') return e.statusCode;
+  return undefined;
+}
+
+export const isNotFound = (e: unknown) => httpCode(e) === 404;
+export const isConflict = (e: unknown) => httpCode(e) === 409;
+
+export async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  try {
+    return await p;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+export type Plural = 'ptahschemas' | 'ptahschemaplans' | 'ptahschemaapprovals';
+
+/** Typed access to the operator's own kinds. */
+export class PtahObjects {
+  constructor(private readonly api: CustomObjectsApi) {}
+
+  async get<T>(plural: Plural, namespace: string, name: string): Promise<T | undefined> {
+    return (await orUndefined(
+      this.api.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, plural, namespace, name }),
+    )) as T | undefined;
+  }
+
+  async list<T>(plural: Plural, namespace: string, labelSelector?: string): Promise<T[]> {
+    const out = (await this.api.listNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural,
+      namespace,
+      ...(labelSelector ? { labelSelector } : {}),
+    })) as { items?: T[] };
+    return out.items ?? [];
+  }
+
+  async create<T>(plural: Plural, namespace: string, body: object): Promise<T> {
+    return (await this.api.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural,
+      namespace,
+      body,
+    })) as T;
+  }
+
+  /** Replaces status with the resourceVersion the object carries: a stale writer gets a conflict. */
+  async replaceStatus<T>(plural: Plural, namespace: string, name: string, body: object): Promise<T> {
+    return (await this.api.replaceNamespacedCustomObjectStatus({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural,
+      namespace,
+      name,
+      body,
+    })) as T;
+  }
+}
+
+export interface CoreClients {
+  readonly core: CoreV1Api;
+  readonly batch: BatchV1Api;
+}
+
+export async function readConfigMap(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+): Promise<V1ConfigMap | undefined> {
+  return orUndefined(core.readNamespacedConfigMap({ namespace, name }));
+}
+
+export async function readJob(
+  batch: BatchV1Api,
+  namespace: string,
+  name: string,
+): Promise<V1Job | undefined> {
+  return orUndefined(batch.readNamespacedJob({ namespace, name }));
+}
+
+export async function jobPods(core: CoreV1Api, namespace: string, jobName: string): Promise<V1Pod[]> {
+  const list = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
+  return list.items;
+}

@@ -1,0 +1,608 @@
+/**
+ * The I/O around `decide`: gather the inputs from the API server, perform the decision's writes in the
+ * order it fixes (pre → status → post), and say when to look again. Re-reads everything on every pass and
+ * writes only the difference, so running it twice is harmless.
+ *
+ * The manager never reads a Secret and never opens a database connection: the Secret is named in the Job,
+ * and Kubernetes resolves it inside the Pod.
+ */
+import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { canonicalDigest } from '../../api/digest.ts';
+import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
+import { LABELS } from '../../api/meta.ts';
+import { canonicalEngine, type PtahSchema, type Resolution } from '../../api/ptah-schema.ts';
+import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
+import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import type { RunnerResult } from '../../runner/result.ts';
+import { RUNNER_PROTOCOL_VERSION } from '../../runner/result.ts';
+import { buildSchemaPlan } from '../plan-store/build-plan.ts';
+import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../plan-store/chunk-config-map.ts';
+import { reassemblePlan } from '../plan-store/reassemble-plan.ts';
+import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
+import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
+import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
+import { buildSourceSnapshot, SNAPSHOT_COMPONENT, unusedSnapshots } from '../snapshot/snapshot-config-map.ts';
+import type { ConfigMapObject } from '../../api/core.ts';
+import { decide, type Decision, type EventSpec, type PostAction } from './decide.ts';
+import { harvestJob, observeJob } from './harvest.ts';
+import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from './kube.ts';
+import type { Harvest, PlanCheck, PlanStatus, PublishedPlan, SchemaView } from './model.ts';
+import { approvalView, schemaView } from './view.ts';
+
+export interface SchemaReconcilerDeps {
+  readonly core: CoreV1Api;
+  readonly batch: BatchV1Api;
+  readonly ptah: PtahObjects;
+  readonly leases: RealmLeases;
+  readonly manager: ManagerIdentity;
+  readonly log: Logger;
+  readonly clock?: () => Date;
+}
+
+type InputsOf<T> = T extends (input: infer I) => unknown ? I : never;
+type DecideInput = InputsOf<typeof decide>;
+
+export class SchemaReconciler {
+  private readonly clock: () => Date;
+
+  constructor(private readonly deps: SchemaReconcilerDeps) {
+    this.clock = deps.clock ?? (() => new Date());
+  }
+
+  async reconcile(key: ObjectKey): Promise<ReconcileResult> {
+    const { ptah, log } = this.deps;
+    const obj = await ptah.get<PtahSchema>('ptahschemas', key.namespace, key.name);
+    if (obj === undefined) return {};
+    const view = schemaView(obj);
+    const now = this.clock();
+    const engine = canonicalEngine(view.spec.engine);
+    const coordination = engine
+      ? realmDigest({ engine, namespace: view.namespace, coordinationKey: view.spec.coordinationKey })
+      : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
+
+    const input: DecideInput = {
+      now,
+      schema: view,
+      engineSupported: engine !== undefined,
+      realmConflict:
+        engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
+      coordinationDigest: coordination,
+      resolution: view.deleting
+        ? { ok: false, reason: 'Deleting', message: 'deleting' }
+        : await this.resolve(obj, view, now),
+      approvals: (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
+        .filter((a) => a.spec.schemaRef.uid === view.uid)
+        .map(approvalView),
+    };
+    const claim = view.status.claim;
+    let job: V1Job | undefined;
+    let extra: Partial<DecideInput> = {};
+    if (claim !== undefined) {
+      job = await readJob(this.deps.batch, view.namespace, claim.jobName);
+      const observed = observeJob(job);
+      extra = { job: observed };
+      if (observed.state === 'finished') {
+        const harvest = await harvestJob(this.deps.core, view.namespace, claim);
+        extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
+      }
+    }
+    const plan = view.status.plan;
+    if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
+      extra = { ...extra, planCheck: await this.checkPlan(view, plan) };
+    }
+
+    const decision = decide({ ...input, ...extra });
+    return this.perform(obj, view, coordination, decision, log);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+
+  private async perform(
+    obj: PtahSchema,
+    view: SchemaView,
+    coordination: string,
+    decision: Decision,
+    log: Logger,
+  ): Promise<ReconcileResult> {
+    const holder = realmHolderIdentity(view.uid);
+    for (const pre of decision.pre) {
+      const lease = await this.deps.leases.acquire(coordination, holder, pre.durationSeconds);
+      if (!lease.held) {
+        log.info(
+          { schema: view.name, namespace: view.namespace },
+          'realm lease held by another resource; waiting',
+        );
+        return { requeueAfterMs: Math.min(lease.retryAfterMs, 5_000) };
+      }
+    }
+    const before = canonicalDigest(JSON.parse(JSON.stringify(view.status)) as never);
+    const after = canonicalDigest(JSON.parse(JSON.stringify(decision.status)) as never);
+    if (before !== after && !view.deleting) {
+      try {
+        await this.deps.ptah.replaceStatus('ptahschemas', view.namespace, view.name, {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          metadata: {
+            name: view.name,
+            namespace: view.namespace,
+            resourceVersion: obj.metadata.resourceVersion,
+          },
+          status: decision.status,
+        });
+      } catch (error) {
+        // Somebody wrote first: nothing after the status write may run on a decision from old inputs.
+        if (isConflict(error)) return { requeueAfterMs: 0 };
+        throw error;
+      }
+      if (decision.status.phase !== view.status.phase) {
+        log.info(
+          {
+            schema: view.name,
+            namespace: view.namespace,
+            from: view.status.phase,
+            to: decision.status.phase,
+          },
+          'phase changed',
+        );
+      }
+    }
+    for (const action of decision.post) await this.post(obj, view, decision, action, coordination, holder);
+    for (const event of decision.events) await this.event(obj, event);
+    return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
+  }
+
+  private async post(
+    obj: PtahSchema,
+    view: SchemaView,
+    decision: Decision,
+    action: PostAction,
+    coordination: string,
+    holder: string,
+  ): Promise<void> {
+    const { batch, core, ptah, log } = this.deps;
+    switch (action.kind) {
+      case 'createJob': {
+        const body = await this.jobFor(view, action.claim);
+        try {
+          await batch.createNamespacedJob({ namespace: view.namespace, body });
+          log.info(
+            {
+              schema: view.name,
+              namespace: view.namespace,
+              job: action.claim.jobName,
+              operation: action.claim.type,
+            },
+            'operation job created',
+          );
+        } catch (error) {
+          // The name is the lock: AlreadyExists means a previous pass (or process) created this very Job.
+          if (!isConflict(error)) throw error;
+        }
+        return;
+      }
+      case 'finishJob': {
+        const job = await readJob(batch, view.namespace, action.jobName);
+        if (job === undefined) return;
+        if (observeJob(job).state === 'finished') {
+          if (job.spec?.ttlSecondsAfterFinished === undefined) {
+            await batch
+              .patchNamespacedJob(
+                {
+                  namespace: view.namespace,
+                  name: action.jobName,
+                  body: { spec: { ttlSecondsAfterFinished: 300 } },
+                },
+                mergePatch(),
+              )
+              .catch(() => undefined);
+          }
+        } else {
+          await orUndefined(
+            batch.deleteNamespacedJob({
+              namespace: view.namespace,
+              name: action.jobName,
+              propagationPolicy: 'Background',
+            }),
+          );
+        }
+        return;
+      }
+      case 'consumeApproval':
+        await this.markApproval(
+          view.namespace,
+          action.name,
+          'Consumed',
+          'DispatchCommitted',
+          'consumed by an apply',
+        );
+        return;
+      case 'staleApprovals': {
+        const approvals = await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace);
+        for (const a of approvals) {
+          const v = approvalView(a);
+          if (a.spec.schemaRef.uid !== view.uid || v.consumed || v.stale) continue;
+          if (a.spec.planRef.uid === action.exceptPlanUID || a.spec.planRef.uid === decision.status.plan?.uid)
+            continue;
+          await this.markApproval(
+            view.namespace,
+            a.metadata.name,
+            'Stale',
+            'PlanNoLongerCurrent',
+            'the plan it names is not current',
+          );
+        }
+        return;
+      }
+      case 'releaseLease':
+        await this.deps.leases.release(coordination, holder);
+        return;
+      case 'collectSnapshots': {
+        const inUse = new Set(action.keep);
+        const claim = decision.status.claim;
+        if (claim?.snapshotName) inUse.add(claim.snapshotName);
+        const owned = await core.listNamespacedConfigMap({
+          namespace: view.namespace,
+          labelSelector: `${LABELS.component}=${SNAPSHOT_COMPONENT},${LABELS.schema}=${view.name}`,
+        });
+        for (const cm of unusedSnapshots(owned.items as ConfigMapObject[], view.uid, inUse)) {
+          await orUndefined(
+            core.deleteNamespacedConfigMap({ namespace: view.namespace, name: cm.metadata.name }),
+          );
+          log.info(
+            { schema: view.name, namespace: view.namespace, snapshot: cm.metadata.name },
+            'unused snapshot deleted',
+          );
+        }
+        return;
+      }
+    }
+    void obj;
+  }
+
+  private async jobFor(view: SchemaView, claim: NonNullable<SchemaView['status']['claim']>): Promise<V1Job> {
+    let plan: PtahSchemaPlan | undefined;
+    if (claim.type === 'Apply') {
+      plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
+      if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
+        throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
+      }
+    }
+    return buildSchemaJob({
+      schema: { name: view.name, namespace: view.namespace, uid: view.uid },
+      claim,
+      engine: canonicalEngine(view.spec.engine) ?? 'postgres',
+      urlFrom: view.spec.urlFrom,
+      exclude: view.spec.policy.exclude,
+      protectedTables: view.spec.policy.protectedTables,
+      activeDeadlineSeconds: view.spec.activeDeadlineSeconds,
+      ...(plan !== undefined
+        ? {
+            plan: {
+              fingerprint: plan.spec.fingerprint,
+              contentDigest: plan.spec.binding.planContentDigest,
+              chunks: plan.spec.chunks.map((c) => ({
+                configMapName: c.name,
+                key: CHUNK_KEY,
+                index: c.index,
+              })),
+            },
+          }
+        : {}),
+      manager: this.deps.manager,
+      now: this.clock(),
+    });
+  }
+
+  private async markApproval(namespace: string, name: string, type: string, reason: string, message: string) {
+    const a = await this.deps.ptah.get<PtahSchemaApproval>('ptahschemaapprovals', namespace, name);
+    if (a === undefined) return;
+    const now = this.clock().toISOString();
+    const conditions = [
+      ...(a.status?.conditions ?? []).filter((c) => c.type !== type),
+      {
+        type,
+        status: 'True' as const,
+        reason,
+        message,
+        lastTransitionTime: now,
+        observedGeneration: a.metadata.generation ?? 0,
+      },
+    ];
+    await this.deps.ptah.replaceStatus('ptahschemaapprovals', namespace, name, {
+      apiVersion: a.apiVersion,
+      kind: a.kind,
+      metadata: { name, namespace, resourceVersion: a.metadata.resourceVersion },
+      status: { ...(a.status ?? {}), observedGeneration: a.metadata.generation ?? 0, conditions },
+    });
+  }
+
+  private async event(obj: PtahSchema, e: EventSpec): Promise<void> {
+    const now = this.clock();
+    await this.deps.core
+      .createNamespacedEvent({
+        namespace: obj.metadata.namespace!,
+        body: {
+          metadata: { generateName: `${obj.metadata.name}.`, namespace: obj.metadata.namespace! },
+          involvedObject: {
+            apiVersion: obj.apiVersion,
+            kind: obj.kind,
+            name: obj.metadata.name,
+            namespace: obj.metadata.namespace!,
+            uid: obj.metadata.uid!,
+          },
+          type: e.type,
+          reason: e.reason,
+          message: e.message.slice(0, 1024),
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+          source: { component: 'ptah-operator' },
+          reportingComponent: 'operator.ptah.run/manager',
+          reportingInstance: 'manager',
+        },
+      })
+      .catch((error: unknown) =>
+        this.deps.log.warn(
+          { schema: obj.metadata.name, reason: e.reason, code: (error as { code?: number }).code },
+          'event not recorded',
+        ),
+      );
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Inputs.
+
+  /** Resolve for a ConfigMap source is not a Job: read the source, write the immutable snapshot. */
+  private async resolve(
+    obj: PtahSchema,
+    view: SchemaView,
+    now: Date,
+  ): Promise<{ ok: true; value: Resolution } | { ok: false; reason: string; message: string }> {
+    const source = obj.spec.desired.configMap;
+    if (source === undefined)
+      return { ok: false, reason: 'SourceUnresolved', message: 'spec.desired names no ConfigMap' };
+    const cm = await readConfigMap(this.deps.core, view.namespace, source.name);
+    if (cm === undefined) {
+      return { ok: false, reason: 'SourceNotFound', message: `ConfigMap ${source.name} does not exist` };
+    }
+    let snapshot;
+    try {
+      snapshot = buildSourceSnapshot(obj, source, cm as ConfigMapObject);
+    } catch (error) {
+      const reason = (error as { reason?: string }).reason ?? 'SourceRefused';
+      return {
+        ok: false,
+        reason,
+        message: error instanceof Error ? error.message.slice(0, 256) : 'source refused',
+      };
+    }
+    const existing = await readConfigMap(this.deps.core, view.namespace, snapshot.configMap.metadata.name);
+    if (existing === undefined) {
+      try {
+        await this.deps.core.createNamespacedConfigMap({
+          namespace: view.namespace,
+          body: snapshot.configMap as V1ConfigMap,
+        });
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+      }
+    } else if (
+      existing.immutable !== true ||
+      JSON.stringify(existing.binaryData) !== JSON.stringify(snapshot.configMap.binaryData)
+    ) {
+      // A ConfigMap of that name that is not our exact snapshot: refuse rather than read from it.
+      return {
+        ok: false,
+        reason: 'SnapshotReplaced',
+        message: `snapshot ${snapshot.configMap.metadata.name} was replaced`,
+      };
+    }
+    const previous = view.status.resolution;
+    return {
+      ok: true,
+      value: {
+        sourceType: 'ConfigMap',
+        configMapName: source.name,
+        configMapUID: snapshot.configMapUID,
+        contentDigest: snapshot.contentDigest,
+        snapshotName: snapshot.configMap.metadata.name,
+        fileCount: snapshot.fileCount,
+        size: snapshot.size,
+        resolvedAt:
+          previous?.contentDigest === snapshot.contentDigest &&
+          previous.configMapUID === snapshot.configMapUID
+            ? previous.resolvedAt
+            : now.toISOString(),
+      },
+    };
+  }
+
+  /** More than one resource in the namespace naming the same realm: all of them are Blocked. */
+  private async realmConflict(view: SchemaView, coordination: string): Promise<boolean> {
+    const all = await this.deps.ptah.list<PtahSchema>('ptahschemas', view.namespace);
+    const claimants = all.filter((s) => {
+      if (s.metadata.deletionTimestamp !== undefined || s.spec.suspend === true) return false;
+      const e = canonicalEngine(s.spec.target.engine);
+      return (
+        e !== undefined &&
+        realmDigest({
+          engine: e,
+          namespace: view.namespace,
+          coordinationKey: s.spec.target.coordinationKey,
+        }) === coordination
+      );
+    });
+    return claimants.length > 1;
+  }
+
+  /** Publishes a finished Plan's changed bytes: plan object, chunks, read-back, then the committed UIDs. */
+  private async publishIfNeeded(
+    obj: PtahSchema,
+    view: SchemaView,
+    coordination: string,
+    harvest: Harvest,
+  ): Promise<{ published?: PublishedPlan }> {
+    const claim = view.status.claim;
+    if (claim?.type !== 'Plan' || harvest.kind !== 'accepted') return {};
+    const result = harvest.result;
+    const out = result.outputs.plan;
+    if (result.outcome !== 'succeeded' || out?.planOutcome !== 'Changes' || out.bytesBase64 === undefined)
+      return {};
+    const bytes = Buffer.from(out.bytesBase64, 'base64');
+    const res = view.status.resolution;
+    if (res === undefined) return {};
+    const built = buildSchemaPlan(obj, planInputs(view, res, coordination, result, this.deps.manager), bytes);
+    const { ptah, core } = this.deps;
+    let plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
+    if (plan === undefined) {
+      try {
+        plan = await ptah.create<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
+      }
+    }
+    if (plan === undefined || plan.spec.fingerprint !== built.plan.spec.fingerprint) {
+      throw new Error(`plan ${built.plan.metadata.name} exists with another fingerprint`);
+    }
+    if (plan.status?.publishedChunks?.length !== plan.spec.chunks.length) {
+      const committed = [];
+      for (const piece of built.pieces) {
+        const body = buildChunkConfigMap(plan, piece);
+        try {
+          await core.createNamespacedConfigMap({ namespace: view.namespace, body: body as V1ConfigMap });
+        } catch (error) {
+          if (!isConflict(error)) throw error;
+        }
+        const spec = plan.spec.chunks[piece.index]!;
+        const back = await readConfigMap(core, view.namespace, spec.name);
+        const check = checkChunk(spec, plan.metadata.uid!, back as ConfigMapObject | undefined);
+        if (!check.ok) throw new Error(`plan chunk ${spec.name} failed its read-back: ${check.reason}`);
+        committed.push({ name: spec.name, uid: back!.metadata!.uid!, index: spec.index });
+      }
+      const now = this.clock().toISOString();
+      plan = await ptah.replaceStatus<PtahSchemaPlan>('ptahschemaplans', view.namespace, plan.metadata.name, {
+        apiVersion: plan.apiVersion,
+        kind: plan.kind,
+        metadata: {
+          name: plan.metadata.name,
+          namespace: view.namespace,
+          resourceVersion: plan.metadata.resourceVersion,
+        },
+        status: {
+          publishedChunks: committed,
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'Published',
+              message: 'every chunk was read back and verified',
+              lastTransitionTime: now,
+            },
+          ],
+        },
+      });
+    }
+    const status: PlanStatus = {
+      name: plan.metadata.name,
+      uid: plan.metadata.uid!,
+      fingerprint: plan.spec.fingerprint,
+      contentDigest: plan.spec.binding.planContentDigest,
+      destructive: plan.spec.binding.destructive,
+      statementCount: plan.spec.binding.statementCount,
+      createdAt: plan.metadata.creationTimestamp
+        ? new Date(plan.metadata.creationTimestamp).toISOString()
+        : this.clock().toISOString(),
+    };
+    return { published: { plan: status } };
+  }
+
+  /** Rebuilds the stored plan from its chunks, exactly as an Apply will, before one is claimed or dispatched. */
+  private async checkPlan(view: SchemaView, status: PlanStatus): Promise<PlanCheck> {
+    const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, status.name);
+    if (
+      plan === undefined ||
+      plan.metadata.uid !== status.uid ||
+      plan.spec.fingerprint !== status.fingerprint
+    ) {
+      return {
+        ok: false,
+        reason: 'PlanNoLongerCurrent',
+        message: `plan ${status.name} was deleted or replaced`,
+      };
+    }
+    const chunks = new Map<string, ConfigMapObject>();
+    for (const c of plan.spec.chunks) {
+      const cm = await readConfigMap(this.deps.core, view.namespace, c.name);
+      if (cm !== undefined) chunks.set(c.name, cm as ConfigMapObject);
+    }
+    const r = reassemblePlan(plan, (name) => chunks.get(name));
+    return r.ok ? { ok: true } : { ok: false, reason: r.reason, message: r.message };
+  }
+}
+
+/** Every binding the plan's fingerprint covers that exists at this stage. */
+function planInputs(
+  view: SchemaView,
+  res: Resolution,
+  coordination: string,
+  result: RunnerResult,
+  manager: ManagerIdentity,
+) {
+  const out = result.outputs.plan!;
+  const engine = canonicalEngine(view.spec.engine) ?? 'postgres';
+  const fallback = (value: string | undefined, ...parts: string[]) =>
+    value !== undefined && /^sha256:[0-9a-f]{64}$/.test(value) ? value : canonicalDigest(parts);
+  return {
+    sourceType: 'ConfigMap' as const,
+    configMapUID: res.configMapUID ?? '',
+    contentDigest: res.contentDigest,
+    coordinationDigest: coordination,
+    targetIdentityDigest: fallback(
+      result.target?.identityDigest,
+      'route',
+      view.namespace,
+      view.spec.urlFrom.name,
+      view.spec.urlFrom.key,
+    ),
+    observedStateFingerprint: fallback(
+      out.observedStateFingerprint,
+      'observed',
+      view.status.drift?.reportDigest ?? '',
+      out.planContentDigest,
+    ),
+    desiredStateFingerprint: fallback(out.desiredStateFingerprint, 'desired', res.contentDigest),
+    policyFingerprint: policyFingerprint({
+      apply: view.spec.policy.apply,
+      allowDestructive: view.spec.policy.allowDestructive,
+      protectedTables: [...view.spec.policy.protectedTables],
+      exclude: [...view.spec.policy.exclude],
+    }),
+    managerImage: manager.managerImage,
+    managerRevision: manager.managerRevision,
+    controllerStateVersion: manager.controllerStateVersion,
+    ptahVersion: manager.ptahVersion,
+    runnerImage: manager.runnerImage,
+    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+    dialect: engine,
+    // A plan that does not say whether it is destructive is treated as destructive: the safe reading.
+    destructive: out.destructive ?? true,
+    statementCount: Math.max(1, out.statementCount ?? out.dryRunStatements ?? 1),
+  };
+}
+
+function mergePatch() {
+  // The generated client sends JSON Patch by default; a merge patch is what this body is.
+  return {
+    middleware: [
+      {
+        pre: async (ctx: { setHeaderParam(k: string, v: string): void }) => {
+          ctx.setHeaderParam('Content-Type', 'application/merge-patch+json');
+          return ctx;
+        },
+        post: async <T>(ctx: T) => ctx,
+      },
+    ],
+  } as never;
+}
