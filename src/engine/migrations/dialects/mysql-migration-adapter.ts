@@ -25,7 +25,8 @@ interface RawRevision extends RowDataPacket {
   description: string;
   checksum: string;
   checkpoint: number;
-  applied_at: string;
+  /** Seconds since the epoch, independent of the session time zone. */
+  applied_epoch: string;
   execution_ms: string;
   dirty: number;
   statements_done: number | null;
@@ -43,8 +44,6 @@ export async function openMysqlMigrationAdapter(
     password: decodeURIComponent(u.password),
     database: decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined,
     multipleStatements: false,
-    dateStrings: true,
-    timezone: 'Z',
   });
   conn.on('error', () => undefined);
   let schema = name.schema;
@@ -76,7 +75,8 @@ export async function openMysqlMigrationAdapter(
       );
       if (exists.length === 0) return [];
       const [rows] = await conn.query<RawRevision[]>(
-        `SELECT CAST(version AS CHAR) AS version, description, checksum, checkpoint, applied_at,
+        `SELECT CAST(version AS CHAR) AS version, description, checksum, checkpoint,
+                CAST(UNIX_TIMESTAMP(applied_at) AS CHAR) AS applied_epoch,
                 CAST(execution_ms AS CHAR) AS execution_ms, dirty, statements_done
          FROM ${target} ORDER BY version`,
       );
@@ -85,7 +85,7 @@ export async function openMysqlMigrationAdapter(
         description: row.description,
         checksum: row.checksum,
         checkpoint: Boolean(row.checkpoint),
-        appliedAt: new Date(row.applied_at.replace(' ', 'T') + 'Z').toISOString(),
+        appliedAt: new Date(Math.round(Number(row.applied_epoch) * 1000)).toISOString(),
         executionMs: Number(row.execution_ms),
         dirty: Boolean(row.dirty),
         statementsDone: row.statements_done,
