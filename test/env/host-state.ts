@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 const TCP_LISTEN = '0A';
 
@@ -35,4 +35,32 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Every live process below `root` in the parent tree (children, grandchildren, ...), read from /proc. */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // Fields after the parenthesised command: state, ppid, ...
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const list = children.get(ppid) ?? [];
+    list.push(Number(entry));
+    children.set(ppid, list);
+  }
+  const out: number[] = [];
+  const queue = [root];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift() as number) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
 }
