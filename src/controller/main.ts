@@ -1,0 +1,56 @@
+/**
+ * `ptah-operator`: the manager process. Configuration comes from the environment (a Deployment sets it):
+ *   KUBECONFIG                    a kubeconfig file; in a Pod the ServiceAccount is used
+ *   PTAH_COORDINATION_NAMESPACE   where the leader and realm Leases live (default ptah-system)
+ *   PTAH_RUNNER_IMAGE             the image operation Pods run (`ptah-runner` + `ptah`)
+ *   PTAH_MANAGER_IMAGE, PTAH_MANAGER_REVISION, PTAH_VERSION   recorded on Jobs and bound into plans
+ *   PTAH_MANAGER_IDENTITY         this replica's leader-election identity (default hostname-pid)
+ *   PTAH_LOG_LEVEL                pino level (default info)
+ * SIGTERM or SIGINT stops the workers after the keys in flight and exits 0; losing leadership exits 1.
+ */
+import { hostname } from 'node:os';
+import * as k8s from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { Manager } from './manager.ts';
+
+const env = process.env;
+const log = pino({ level: env['PTAH_LOG_LEVEL'] ?? 'info', base: { component: 'ptah-operator' } });
+
+const kubeConfig = new k8s.KubeConfig();
+if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
+else kubeConfig.loadFromCluster();
+
+const manager = new Manager({
+  kubeConfig,
+  coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system',
+  identity: env['PTAH_MANAGER_IDENTITY'] ?? `${hostname()}-${process.pid}`,
+  manager: {
+    managerImage: env['PTAH_MANAGER_IMAGE'] ?? 'ptah-operator:dev',
+    managerRevision: env['PTAH_MANAGER_REVISION'] ?? 'dev',
+    controllerStateVersion: 1,
+    ptahVersion: env['PTAH_VERSION'] ?? '0.1.0',
+    runnerImage: env['PTAH_RUNNER_IMAGE'] ?? 'ptah-runner:dev',
+  },
+  log,
+  ...(env['PTAH_LEADER_LEASE_SECONDS']
+    ? { leaderLeaseSeconds: Number(env['PTAH_LEADER_LEASE_SECONDS']) }
+    : {}),
+});
+
+const stop = new AbortController();
+for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(sig, () => {
+    log.info({ signal: sig }, 'shutting down');
+    stop.abort();
+  });
+}
+
+log.info({ coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system' }, 'manager starting');
+try {
+  await manager.start(stop.signal);
+  log.info({}, 'manager stopped');
+  process.exit(stop.signal.aborted ? 0 : 1);
+} catch (error) {
+  log.error({ error: (error as Error).name }, 'manager failed');
+  process.exit(1);
+}

@@ -1,0 +1,206 @@
+/**
+ * The manager process: watches that wake a rate-limited work queue, leader election on a Lease, and the
+ * schema reconciler behind the queue. Start order and why:
+ *   1. watches — every replica keeps them warm, so a new leader starts from a full picture;
+ *   2. leader election — only the Lease holder reconciles; losing the Lease ends `start` so the process
+ *      exits instead of acting without authority;
+ *   3. workers — one key at a time per resource; a thrown error backs the key off, a requeue waits.
+ *
+ * The caches decide nothing: they only map an event to the resource it concerns. The reconciler re-reads
+ * what it decides from. The manager holds no Secret permission and never opens a database connection.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
+import type { ManagerIdentity } from './jobs/schema-job.ts';
+import { RealmLeases } from './realm/realm-lease.ts';
+import { LeaderElector } from './runtime/leader-election.ts';
+import { keyString, parseKey } from './runtime/reconcile.ts';
+import { runWorkers, WorkQueue } from './runtime/work-queue.ts';
+import { PtahObjects } from './schema/kube.ts';
+import { SchemaReconciler } from './schema/reconciler.ts';
+
+export interface ManagerOptions {
+  readonly kubeConfig: k8s.KubeConfig;
+  /** Where the leader-election Lease and the database-realm Leases live. */
+  readonly coordinationNamespace: string;
+  /** This replica's identity in leader election. */
+  readonly identity: string;
+  readonly manager: ManagerIdentity;
+  readonly log: Logger;
+  readonly workers?: number;
+  readonly leaderLeaseName?: string;
+  readonly leaderLeaseSeconds?: number;
+}
+
+type Watched = k8s.KubernetesObject;
+/** Only what routing an event needs; the reconciler reads the full objects itself. */
+type WatchedSchema = Watched & { spec?: { desired?: { configMap?: { name?: string } } } };
+type WatchedApproval = Watched & { spec?: { schemaRef?: { name?: string } } };
+
+export class Manager {
+  private readonly informers: k8s.Informer<Watched>[] = [];
+  private schemas: (k8s.Informer<WatchedSchema> & k8s.ObjectCache<WatchedSchema>) | undefined;
+
+  constructor(private readonly options: ManagerOptions) {}
+
+  async start(signal: AbortSignal): Promise<void> {
+    const { kubeConfig, log } = this.options;
+    const queue = new WorkQueue({ baseMs: 500, maxMs: 60_000 });
+    this.startWatches(queue, signal);
+
+    const reconciler = new SchemaReconciler({
+      core: kubeConfig.makeApiClient(k8s.CoreV1Api),
+      batch: kubeConfig.makeApiClient(k8s.BatchV1Api),
+      ptah: new PtahObjects(kubeConfig.makeApiClient(k8s.CustomObjectsApi)),
+      leases: new RealmLeases(
+        kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+        this.options.coordinationNamespace,
+      ),
+      manager: this.options.manager,
+      log,
+    });
+
+    const elector = new LeaderElector({
+      api: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+      namespace: this.options.coordinationNamespace,
+      name: this.options.leaderLeaseName ?? 'ptah-operator-leader',
+      identity: this.options.identity,
+      leaseDurationSeconds: this.options.leaderLeaseSeconds ?? 15,
+      log: (msg, fields) => log.info(fields, msg),
+    });
+
+    try {
+      await elector.run(signal, async (leadership) => {
+        // Everything known so far is looked at once; events keep it current afterwards.
+        for (const s of this.schemas?.list() ?? []) queue.add(keyOf(s));
+        await runWorkers(queue, leadership, {
+          concurrency: this.options.workers ?? 2,
+          handle: async (key) => {
+            const started = Date.now();
+            const result = await reconciler.reconcile(parseKey(key));
+            log.debug({ key, ms: Date.now() - started, requeueAfterMs: result.requeueAfterMs }, 'reconciled');
+            return result;
+          },
+          onError: (key, error, retryInMs) =>
+            log.warn(
+              { key, retryInMs, error: errorSummary(error) },
+              'reconcile failed; retrying with backoff',
+            ),
+        });
+        if (!signal.aborted) log.error({}, 'leadership lost; stopping');
+      });
+    } finally {
+      queue.shutdown();
+      await Promise.all(this.informers.map((i) => i.stop().catch(() => undefined)));
+    }
+  }
+
+  private startWatches(queue: WorkQueue, signal: AbortSignal): void {
+    const { kubeConfig, log } = this.options;
+    const custom = kubeConfig.makeApiClient(k8s.CustomObjectsApi);
+    const core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+    const batch = kubeConfig.makeApiClient(k8s.BatchV1Api);
+    const group = `/apis/${API_GROUP}/${API_VERSION}`;
+
+    const schemas = k8s.makeInformer<WatchedSchema>(
+      kubeConfig,
+      `${group}/ptahschemas`,
+      () =>
+        custom.listClusterCustomObject({
+          group: API_GROUP,
+          version: API_VERSION,
+          plural: 'ptahschemas',
+        }) as Promise<k8s.KubernetesListObject<WatchedSchema>>,
+    );
+    this.schemas = schemas;
+    const approvals = k8s.makeInformer<WatchedApproval>(
+      kubeConfig,
+      `${group}/ptahschemaapprovals`,
+      () =>
+        custom.listClusterCustomObject({
+          group: API_GROUP,
+          version: API_VERSION,
+          plural: 'ptahschemaapprovals',
+        }) as Promise<k8s.KubernetesListObject<WatchedApproval>>,
+    );
+    const jobSelector = `${LABELS.managedBy}=${MANAGED_BY}`;
+    const jobs = k8s.makeInformer<k8s.V1Job>(
+      kubeConfig,
+      '/apis/batch/v1/jobs',
+      () => batch.listJobForAllNamespaces({ labelSelector: jobSelector }),
+      jobSelector,
+    );
+    const configMaps = k8s.makeInformer<k8s.V1ConfigMap>(kubeConfig, '/api/v1/configmaps', () =>
+      core.listConfigMapForAllNamespaces(),
+    );
+
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      schemas.on(verb, (s) => queue.add(keyOf(s)));
+      approvals.on(verb, (a) => {
+        const ns = a.metadata?.namespace;
+        const name = a.spec?.schemaRef?.name;
+        if (ns && name) queue.add(keyString({ namespace: ns, name }));
+      });
+      jobs.on(verb, (j) => {
+        const ns = j.metadata?.namespace;
+        const name = j.metadata?.labels?.[LABELS.schema];
+        if (ns && name) queue.add(keyString({ namespace: ns, name }));
+      });
+      configMaps.on(verb, (cm) => {
+        // Our own snapshots and chunks are written by us; a source edit is what matters, read at once.
+        if (cm.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) return;
+        const ns = cm.metadata?.namespace;
+        for (const s of schemas.list(ns)) {
+          if (s.spec?.desired?.configMap?.name === cm.metadata?.name) queue.add(keyOf(s));
+        }
+      });
+    }
+
+    const watched: [string, k8s.Informer<Watched>][] = [
+      ['ptahschemas', schemas as unknown as k8s.Informer<Watched>],
+      ['ptahschemaapprovals', approvals as unknown as k8s.Informer<Watched>],
+      ['jobs', jobs as unknown as k8s.Informer<Watched>],
+      ['configmaps', configMaps as unknown as k8s.Informer<Watched>],
+    ];
+    for (const [name, informer] of watched) {
+      this.informers.push(informer);
+      let delay = 1_000;
+      // A watch that fails stops; it is started again (a fresh list, then a watch) after a backoff, so a
+      // cache survives API server restarts and expired resource versions.
+      informer.on('error', (error) => {
+        if (signal.aborted) return;
+        log.warn({ watch: name, retryInMs: delay, error: errorSummary(error) }, 'watch failed; relisting');
+        const wait = delay;
+        delay = Math.min(delay * 2, 30_000);
+        setTimeout(() => {
+          if (!signal.aborted) informer.start().catch(() => undefined);
+        }, wait).unref();
+      });
+      informer.on('connect', () => {
+        delay = 1_000;
+      });
+      informer
+        .start()
+        .catch((error: unknown) =>
+          log.warn({ watch: name, error: errorSummary(error) }, 'watch did not start; relisting'),
+        );
+    }
+  }
+}
+
+function keyOf(o: k8s.KubernetesObject): string {
+  return keyString({ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' });
+}
+
+/** An error as a log field: its kind and HTTP code, never a response body (which might echo a request). */
+export function errorSummary(error: unknown): { name: string; code?: number; message: string } {
+  const e = error as { name?: string; code?: unknown; message?: string };
+  return {
+    name: e?.name ?? 'Error',
+    ...(typeof e?.code === 'number' ? { code: e.code } : {}),
+    message: String(e?.message ?? error)
+      .split('\n')[0]!
+      .slice(0, 200),
+  };
+}
