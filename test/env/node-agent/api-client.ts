@@ -24,6 +24,8 @@ export interface WatchEvent {
 export interface ApiClient {
   readonly server: string;
   get<T>(path: string): Promise<T>;
+  /** A plain-text read, such as pods/log. */
+  getText(path: string): Promise<string>;
   send<T>(method: string, path: string, body: unknown, contentType?: string): Promise<T>;
   /** Streams watch events until the stream ends or `signal` aborts; resolves when it ends. */
   watch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
@@ -86,6 +88,13 @@ export async function createApiClient(kubeconfigFile: string): Promise<ApiClient
   return {
     server: cluster.server,
     get: (path) => exchange('GET', path),
+    async getText(path) {
+      const res = await open('GET', path);
+      const text = await readAll(res);
+      if (res.statusCode !== 200)
+        throw new ApiError(res.statusCode ?? 0, '', `GET ${path}: ${res.statusCode} ${text}`);
+      return text;
+    },
     send: (method, path, body, contentType) => exchange(method, path, body, contentType),
     async watch(path, onEvent, signal) {
       let res: IncomingMessage;

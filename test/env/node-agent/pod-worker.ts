@@ -308,6 +308,7 @@ export class PodWorker {
       const dir = join(this.deps.podDir, 'containers', spec.name);
       const instance = record.restartCount;
       const messageFile = join(dir, `${instance}.termination-log`);
+      mkdirSync(dir, { recursive: true });
       writeFileSync(messageFile, '');
       // The program may run as any uid; the file is private to this pod's directory anyway.
       chmodSync(messageFile, 0o666);

@@ -1,0 +1,309 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
+import { ApiError, createApiClient, type ApiClient } from '../env/node-agent/api-client.ts';
+import { startNodeAgent, type NodeAgent } from '../env/node-agent/index.ts';
+import type { Pod } from '../env/node-agent/types.ts';
+
+// Containers here run /bin/sh scripts: starting a shell costs milliseconds, a Node program a second.
+const SHELL_IMAGE = 'registry.test/ptah/shell:1';
+
+let cp: ControlPlane;
+let agent: NodeAgent;
+let admin: ApiClient;
+let workDir: string;
+let ns: string;
+
+before(async () => {
+  cp = await startControlPlane();
+  workDir = mkdtempSync(join(tmpdir(), 'ptah-node-agent-'));
+  const imageMapFile = join(workDir, 'images.json');
+  writeFileSync(
+    imageMapFile,
+    JSON.stringify({ images: { [SHELL_IMAGE]: { entrypoint: ['/bin/sh', '-c'] } } }),
+  );
+  agent = await startNodeAgent({
+    kubeconfig: cp.kubeconfigs.node,
+    nodeName: cp.nodeName,
+    servingCert: cp.nodeServing,
+    caFile: cp.caFile,
+    imageMapFile,
+    workDir: join(workDir, 'agent'),
+  });
+  admin = await createApiClient(cp.kubeconfigs.admin);
+  ns = cp.testNamespace;
+});
+
+after(async () => {
+  await agent?.stop();
+  admin?.close();
+  await cp?.stop();
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+});
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) assert.fail(`${what}: not observed within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+function shellContainer(name: string, script: string, extra: Record<string, unknown> = {}) {
+  return { name, image: SHELL_IMAGE, args: [script], ...extra };
+}
+
+async function createPod(name: string, spec: Record<string, unknown>): Promise<Pod> {
+  return admin.send<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { restartPolicy: 'Never', automountServiceAccountToken: false, ...spec },
+  });
+}
+
+const getPod = (name: string) => admin.get<Pod>(`/api/v1/namespaces/${ns}/pods/${name}`);
+
+async function waitForPhase(name: string, phase: string, timeoutMs?: number): Promise<Pod> {
+  return eventually(
+    `pod ${name} phase ${phase}`,
+    async () => {
+      const pod = await getPod(name);
+      return pod.status?.phase === phase ? pod : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+const podLog = (name: string, query = '') =>
+  admin.getText(`/api/v1/namespaces/${ns}/pods/${name}/log${query}`);
+
+test('the node registers Ready with its kubelet port and keeps a Lease', async () => {
+  const node = await admin.get<{
+    status: {
+      conditions: { type: string; status: string }[];
+      daemonEndpoints: { kubeletEndpoint: { Port: number } };
+      addresses: { type: string; address: string }[];
+      allocatable: Record<string, string>;
+    };
+  }>(`/api/v1/nodes/${agent.nodeName}`);
+  assert.equal(node.status.conditions.find((c) => c.type === 'Ready')?.status, 'True');
+  assert.equal(node.status.daemonEndpoints.kubeletEndpoint.Port, agent.port);
+  assert.deepEqual(node.status.addresses[0], { type: 'InternalIP', address: '127.0.0.1' });
+  assert.equal(node.status.allocatable['pods'], '110');
+  const lease = await admin.get<{ spec: { holderIdentity: string } }>(
+    `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${agent.nodeName}`,
+  );
+  assert.equal(lease.spec.holderIdentity, agent.nodeName);
+});
+
+test('an init container fills an emptyDir the main container reads; the log reads back through pods/log', async () => {
+  await createPod('init-then-main', {
+    volumes: [{ name: 'shared', emptyDir: {} }],
+    initContainers: [
+      shellContainer('fill', 'echo "made by init" > /work-area/note', {
+        volumeMounts: [{ name: 'shared', mountPath: '/work-area' }],
+      }),
+    ],
+    containers: [
+      shellContainer('read', 'echo first line; cat /work-area/note; echo last line', {
+        volumeMounts: [{ name: 'shared', mountPath: '/work-area', readOnly: true }],
+      }),
+    ],
+  });
+  const pod = await waitForPhase('init-then-main', 'Succeeded');
+  assert.equal(pod.status?.initContainerStatuses?.[0]?.state.terminated?.reason, 'Completed');
+  assert.equal(pod.status?.containerStatuses?.[0]?.state.terminated?.exitCode, 0);
+  assert.equal(pod.status?.podIP, '127.0.0.1');
+  const types = (pod.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).sort();
+  assert.ok(
+    types.includes('Initialized=True') &&
+      types.includes('Ready=False') &&
+      types.includes('PodScheduled=True'),
+  );
+  assert.equal(await podLog('init-then-main', '?container=read'), 'first line\nmade by init\nlast line\n');
+  assert.equal(await podLog('init-then-main', '?container=read&tailLines=1'), 'last line\n');
+  assert.match(
+    await podLog('init-then-main', '?container=read&tailLines=1&timestamps=true'),
+    /^\d{4}-\d\d-\d\dT\S+Z last line\n$/,
+  );
+  assert.equal(await podLog('init-then-main', '?container=read&limitBytes=5'), 'first');
+});
+
+test('env from a Secret, a ConfigMap and fieldRefs; a configMap volume with mode 0400 at its mountPath', async () => {
+  await admin.send('POST', `/api/v1/namespaces/${ns}/secrets`, {
+    metadata: { name: 'db-credentials' },
+    stringData: { password: 's3cret-value' },
+  });
+  await admin.send('POST', `/api/v1/namespaces/${ns}/configmaps`, {
+    metadata: { name: 'settings' },
+    data: { mode: 'strict', 'app.conf': 'retries=3\n' },
+  });
+  await createPod('env-and-volume', {
+    volumes: [
+      {
+        name: 'conf',
+        configMap: { name: 'settings', items: [{ key: 'app.conf', path: 'app.conf', mode: 0o400 }] },
+      },
+    ],
+    containers: [
+      shellContainer(
+        'show',
+        'echo "pw=$PASSWORD mode=$MODE pod=$POD_NAME ns=$POD_NS node=$NODE ip=$IP uid=$POD_UID"; ' +
+          'stat -L -c "%a" /etc/ptah-agent-test/conf/app.conf; cat /etc/ptah-agent-test/conf/app.conf; ' +
+          'touch /etc/ptah-agent-test/conf/x 2>/dev/null && echo writable || echo read-only',
+        {
+          env: [
+            { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'db-credentials', key: 'password' } } },
+            { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'settings', key: 'mode' } } },
+            { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+            { name: 'POD_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+            { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+            { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+            { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+          ],
+          volumeMounts: [{ name: 'conf', mountPath: '/etc/ptah-agent-test/conf', readOnly: true }],
+        },
+      ),
+    ],
+  });
+  const pod = await waitForPhase('env-and-volume', 'Succeeded');
+  assert.equal(
+    await podLog('env-and-volume'),
+    `pw=s3cret-value mode=strict pod=env-and-volume ns=${ns} node=${agent.nodeName} ip=127.0.0.1 uid=${pod.metadata.uid}\n` +
+      '400\nretries=3\nread-only\n',
+  );
+});
+
+test('runAsUser and runAsGroup run the process as that uid and gid; runAsNonRoot without a uid is refused', async () => {
+  await createPod('run-as', {
+    securityContext: { runAsUser: 4321, runAsGroup: 4322 },
+    containers: [shellContainer('who', 'echo "$(id -u):$(id -g)"')],
+  });
+  await createPod('non-root', {
+    securityContext: { runAsNonRoot: true },
+    containers: [shellContainer('who', 'id -u')],
+  });
+  await waitForPhase('run-as', 'Succeeded');
+  assert.equal(await podLog('run-as'), '4321:4322\n');
+  const refused = await eventually('non-root refused', async () => {
+    const pod = await getPod('non-root');
+    return pod.status?.containerStatuses?.[0]?.state.waiting?.reason === 'CreateContainerConfigError'
+      ? pod
+      : undefined;
+  });
+  assert.equal(refused.status?.phase, 'Pending');
+});
+
+test('a missing Secret and an unmapped image leave the Pod Pending with the kubelet reasons', async () => {
+  await createPod('unconfigurable', {
+    containers: [
+      shellContainer('needs-secret', 'true', {
+        env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 'absent', key: 'k' } } }],
+      }),
+      { name: 'unknown-image', image: 'registry.test/not/mapped:0' },
+    ],
+  });
+  const pod = await eventually('waiting reasons', async () => {
+    const p = await getPod('unconfigurable');
+    const reasons = (p.status?.containerStatuses ?? []).map((c) => c.state.waiting?.reason);
+    return reasons[0] === 'CreateContainerConfigError' && /Image/.test(reasons[1] ?? '') ? p : undefined;
+  });
+  assert.equal(pod.status?.phase, 'Pending');
+  assert.match(pod.status?.containerStatuses?.[0]?.state.waiting?.message ?? '', /secret "absent" not found/);
+});
+
+test('activeDeadlineSeconds kills the Pod and fails it with DeadlineExceeded', async () => {
+  await createPod('deadline', {
+    activeDeadlineSeconds: 2,
+    terminationGracePeriodSeconds: 1,
+    containers: [shellContainer('sleep', 'sleep 60')],
+  });
+  const pod = await waitForPhase('deadline', 'Failed', 20_000);
+  assert.equal(pod.status?.reason, 'DeadlineExceeded');
+  assert.ok((pod.status?.containerStatuses?.[0]?.state.terminated?.exitCode ?? 0) > 128);
+});
+
+test('termination messages: from the termination-log file, and from the log on error', async () => {
+  await createPod('messages', {
+    containers: [
+      shellContainer('writes-file', 'echo "schema drift found" > /dev/termination-log; exit 3'),
+      shellContainer('custom-path', 'echo "custom" > /tmp/ptah-agent-msg; exit 0', {
+        terminationMessagePath: '/tmp/ptah-agent-msg',
+      }),
+      shellContainer('falls-back', 'echo one; echo "fatal: boom"; exit 1', {
+        terminationMessagePolicy: 'FallbackToLogsOnError',
+      }),
+    ],
+  });
+  const pod = await waitForPhase('messages', 'Failed');
+  const byName = new Map((pod.status?.containerStatuses ?? []).map((c) => [c.name, c.state.terminated]));
+  assert.deepEqual(
+    [
+      byName.get('writes-file')?.exitCode,
+      byName.get('writes-file')?.reason,
+      byName.get('writes-file')?.message,
+    ],
+    [3, 'Error', 'schema drift found\n'],
+  );
+  assert.equal(byName.get('custom-path')?.message, 'custom\n');
+  assert.equal(byName.get('falls-back')?.message, 'one\nfatal: boom');
+});
+
+test('Jobs run on the node: a succeeding one becomes Complete, a failing one Failed', async () => {
+  const job = (name: string, script: string) => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name },
+    spec: {
+      backoffLimit: 0,
+      template: { spec: { restartPolicy: 'Never', containers: [shellContainer('main', script)] } },
+    },
+  });
+  await admin.send('POST', `/apis/batch/v1/namespaces/${ns}/jobs`, job('job-ok', 'echo done'));
+  await admin.send('POST', `/apis/batch/v1/namespaces/${ns}/jobs`, job('job-bad', 'exit 7'));
+  const condition = (name: string, type: string) =>
+    eventually(`job ${name} ${type}`, async () => {
+      const j = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        `/apis/batch/v1/namespaces/${ns}/jobs/${name}`,
+      );
+      return j.status?.conditions?.some((c) => c.type === type && c.status === 'True') ? true : undefined;
+    });
+  await condition('job-ok', 'Complete');
+  await condition('job-bad', 'Failed');
+});
+
+test('deleting a running Pod sends SIGTERM, waits, and the agent removes the Pod', async () => {
+  await createPod('long-running', {
+    terminationGracePeriodSeconds: 5,
+    // $$ is the kubelet's escape for a literal $, so $$$$ reaches the shell as $$.
+    containers: [
+      shellContainer('loop', 'echo "pid=$$$$"; trap "echo got TERM; exit 0" TERM; while :; do sleep 0.1; done'),
+    ],
+  });
+  await waitForPhase('long-running', 'Running');
+  const pid = Number(
+    (await eventually('pid in log', async () => /pid=(\d+)/.exec(await podLog('long-running'))?.[1])) ?? 0,
+  );
+  assert.doesNotThrow(() => process.kill(pid, 0));
+  await admin.send('DELETE', `/api/v1/namespaces/${ns}/pods/long-running`, {});
+  await eventually('pod removed', async () => {
+    try {
+      await getPod('long-running');
+      return undefined;
+    } catch (error) {
+      return error instanceof ApiError && error.status === 404 ? true : undefined;
+    }
+  });
+  assert.throws(() => process.kill(pid, 0), /ESRCH/);
+});
