@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import {
   acceptFrame,
   decodeFrame,
@@ -170,5 +171,26 @@ describe('acceptFrame', () => {
     assert.equal(!a.accepted && a.reason, 'not-arrived');
     const b = acceptFrame({ kind: 'corrupt', reason: 'x' }, claim);
     assert.equal(!b.accepted && b.reason, 'corrupt');
+  });
+});
+
+describe('recorded frames', () => {
+  it('a protocol-1 Plan log recorded from an earlier build still decodes and binds', () => {
+    const log = readFileSync(new URL('./fixtures/plan-result-v1.log', import.meta.url));
+    const decoded = decodeFrame(log);
+    assert.equal(decoded.kind, 'complete');
+    if (decoded.kind !== 'complete') return;
+    assert.equal(
+      decoded.payloadDigest,
+      'sha256:be6437fdd65351b576e9bf5964a1acc57b8d88316ff780fd3966b8b7750cddd0',
+    );
+    const accepted = acceptFrame(decoded, { operation: 'plan', operationId: 'sha256:' + '7'.repeat(64) });
+    assert.equal(accepted.accepted, true);
+    const plan = decoded.result.outputs.plan!;
+    const bytes = Buffer.from(plan.bytesBase64!, 'base64');
+    assert.equal(plan.planSize, bytes.length);
+    assert.equal(plan.planContentDigest, 'sha256:' + createHash('sha256').update(bytes).digest('hex'));
+    // Re-encoding the decoded result gives the recorded bytes: the encoder is still canonical.
+    assert.ok(log.toString('utf8').endsWith(encodeFrame(decoded.result)));
   });
 });
