@@ -1,7 +1,266 @@
-// Placeholder until the schema engine lands (issue: schema engine for PostgreSQL).
-import { EXIT } from './exit-codes.ts';
+// `ptah schema inspect|plan|apply|drift`: parse flags, call the engine, print one result as JSON or text,
+// and map it to an exit code (src/cli/exit-codes.ts). The engine never exits the process.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { EXIT, type ExitCode } from './exit-codes.ts';
+import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
+import { DatabaseError } from '../engine/pg/pg-adapter.ts';
+import { DesiredStateError } from '../engine/pg/pg-desired.ts';
+import { PlanFileError } from '../engine/plan-file.ts';
+import {
+  DesiredSourceError,
+  applyPlan,
+  dialectFor,
+  drift,
+  inspect,
+  plan,
+  readDesiredFiles,
+} from '../engine/schema-engine.ts';
+import {
+  applyJson,
+  applyText,
+  driftJson,
+  driftText,
+  inspectJson,
+  inspectText,
+  planJson,
+  planText,
+} from './schema-output.ts';
 
-export async function runSchemaCommand(_argv: readonly string[]): Promise<number> {
-  process.stderr.write('ptah schema: not implemented yet\n');
-  return EXIT.failed;
+const USAGE = `usage: ptah schema <command> [options]
+
+commands:
+  inspect   read the database and print its schema model
+  plan      compute the statements that take the database to the desired state
+  apply     apply a plan file (or validate it with --dry-run)
+  drift     report how the database differs from the desired state (read-only); alias: observe
+
+options:
+  --url URL                 database URL (default: the PTAH_DB_URL environment variable)
+  --desired PATH            desired-state .sql file or directory (repeatable; plan, drift)
+  --dev-url URL             scratch database to normalise the desired SQL (default: PTAH_DEV_DB_URL)
+  --exclude PATTERN         leave matching objects alone: schema.name, name, table.column; * and ? (repeatable)
+  --protected-table NAME    refuse a plan that changes this table: table or schema.table (repeatable; plan)
+  --out FILE                write the plan file's exact bytes here (plan)
+  --plan FILE               the plan file to apply (apply)
+  --dry-run                 validate the plan bytes and list the statements without touching the database (apply)
+  --lock-timeout MS         lock timeout for apply, in milliseconds (default 10000)
+  --auto-approve            accepted for scripts; apply never prompts
+  --json                    print one JSON document on stdout
+  -h, --help                show this help
+
+exit codes:
+  0 success, nothing to do (plan: no changes; drift: no drift; apply: applied or validated)
+  1 failed (database error, invalid desired state or plan file, a failing statement: rolled back)
+  2 usage error
+  3 success with changes (plan has statements; drift found)
+  4 refused on purpose (protected table, unsupported change, stale plan)
+  5 uncertain (the connection failed while committing: inspect before retrying)
+
+See docs/cli-schema.md.`;
+
+class UsageError extends Error {}
+
+interface Flags {
+  readonly values: Map<string, string[]>;
+  readonly bools: Set<string>;
+  readonly positional: string[];
+}
+
+const VALUE_FLAGS = new Set([
+  'url',
+  'desired',
+  'dev-url',
+  'exclude',
+  'protected-table',
+  'out',
+  'plan',
+  'lock-timeout',
+]);
+const BOOL_FLAGS = new Set(['json', 'dry-run', 'auto-approve', 'help']);
+
+function parseFlags(argv: readonly string[]): Flags {
+  const values = new Map<string, string[]>();
+  const bools = new Set<string>();
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '-h') {
+      bools.add('help');
+      continue;
+    }
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    if (BOOL_FLAGS.has(name)) {
+      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
+      bools.add(name);
+    } else if (VALUE_FLAGS.has(name)) {
+      const v = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
+      if (v === undefined) throw new UsageError(`--${name} needs a value`);
+      values.set(name, [...(values.get(name) ?? []), v]);
+    } else {
+      throw new UsageError(`unknown flag --${name}`);
+    }
+  }
+  return { values, bools, positional };
+}
+
+function one(f: Flags, name: string): string | undefined {
+  const v = f.values.get(name);
+  if (v && v.length > 1) throw new UsageError(`--${name} may be given once`);
+  return v?.[0];
+}
+
+function print(json: boolean, doc: unknown, text: string): void {
+  process.stdout.write(json ? JSON.stringify(doc) + '\n' : text);
+}
+
+export async function runSchemaCommand(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE + '\n');
+    return command === undefined ? EXIT.usage : EXIT.ok;
+  }
+  let flags: Flags;
+  try {
+    flags = parseFlags(rest);
+  } catch (error) {
+    process.stderr.write(`ptah schema ${command}: ${(error as Error).message}\n\n${USAGE}\n`);
+    return EXIT.usage;
+  }
+  if (flags.bools.has('help')) {
+    process.stdout.write(USAGE + '\n');
+    return EXIT.ok;
+  }
+  const json = flags.bools.has('json');
+  const secrets: string[] = [];
+  try {
+    return await dispatch(command, flags, json, secrets);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`ptah schema ${command}: ${error.message}\n\n${USAGE}\n`);
+      return EXIT.usage;
+    }
+    const known =
+      error instanceof DatabaseUrlError ||
+      error instanceof DesiredStateError ||
+      error instanceof DesiredSourceError ||
+      error instanceof PlanFileError ||
+      error instanceof DatabaseError;
+    let message = known
+      ? (error as Error).message
+      : `unexpected error: ${(error as Error).message ?? String(error)}`;
+    if (error instanceof DatabaseError) {
+      message = `database error${error.sqlstate ? ` (SQLSTATE ${error.sqlstate})` : ''}: ${message}; check the URL (--url or PTAH_DB_URL), that the server is reachable and the role may read the catalog`;
+    }
+    message = redact(message, secrets);
+    if (json) process.stdout.write(JSON.stringify({ command, outcome: 'error', error: message }) + '\n');
+    process.stderr.write(`ptah schema ${command}: ${message}\n`);
+    return EXIT.failed;
+  }
+}
+
+function remember(secrets: string[], url: string | undefined): void {
+  if (url === undefined) return;
+  try {
+    const p = decodeURIComponent(new URL(url).password);
+    if (p !== '') secrets.push(p);
+  } catch {
+    /* an invalid URL is reported by the parser without echoing it */
+  }
+}
+
+async function dispatch(command: string, f: Flags, json: boolean, secrets: string[]): Promise<ExitCode> {
+  const exclude = f.values.get('exclude') ?? [];
+  const desiredPaths = [...(f.values.get('desired') ?? []), ...f.positional];
+  const target = () => {
+    const u = resolveDatabaseUrl(one(f, 'url'));
+    remember(secrets, u.url);
+    return u;
+  };
+  const devUrl = () => {
+    const raw = one(f, 'dev-url') ?? (process.env['PTAH_DEV_DB_URL'] || undefined);
+    if (raw === undefined) return undefined;
+    remember(secrets, raw);
+    return parseDatabaseUrl(raw).url;
+  };
+  switch (command) {
+    case 'inspect': {
+      const u = target();
+      const r = await inspect(u.url, dialectFor(u.dialect), { exclude });
+      print(json, inspectJson(r), inspectText(r));
+      return EXIT.ok;
+    }
+    case 'plan': {
+      const u = target();
+      const files = readDesiredFiles(desiredPaths);
+      const dev = devUrl();
+      const r = await plan(
+        u.url,
+        dialectFor(u.dialect),
+        { files, ...(dev ? { devUrl: dev } : {}) },
+        {
+          exclude,
+          protectedTables: f.values.get('protected-table') ?? [],
+        },
+      );
+      const out = one(f, 'out');
+      if (out !== undefined && r.bytes !== undefined) writeFileSync(out, r.bytes);
+      print(json, planJson(r, out), planText(r, out));
+      return r.outcome === 'refused' ? EXIT.refused : r.outcome === 'changes' ? EXIT.changes : EXIT.ok;
+    }
+    case 'apply': {
+      const file = one(f, 'plan');
+      if (file === undefined)
+        throw new UsageError('apply needs --plan FILE (write one with `ptah schema plan --out FILE`)');
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(file);
+      } catch {
+        throw new PlanFileError(`cannot read the plan file ${file}; check the path`);
+      }
+      const dryRun = f.bools.has('dry-run');
+      const lt = one(f, 'lock-timeout');
+      const lockTimeoutMs = lt === undefined ? undefined : Number(lt);
+      if (lockTimeoutMs !== undefined && (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs < 0))
+        throw new UsageError('--lock-timeout must be a number of milliseconds');
+      const url = dryRun ? undefined : target().url;
+      const r = await applyPlan(url, bytes, {
+        dryRun,
+        ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
+      });
+      print(json, applyJson(r), applyText(r));
+      switch (r.outcome) {
+        case 'applied':
+        case 'validated':
+          return EXIT.ok;
+        case 'stale':
+          return EXIT.refused;
+        case 'failed':
+          return EXIT.failed;
+        case 'uncertain':
+          return EXIT.uncertain;
+      }
+      return EXIT.failed;
+    }
+    case 'drift':
+    case 'observe': {
+      const u = target();
+      const files = readDesiredFiles(desiredPaths);
+      const dev = devUrl();
+      const r = await drift(
+        u.url,
+        dialectFor(u.dialect),
+        { files, ...(dev ? { devUrl: dev } : {}) },
+        { exclude },
+      );
+      print(json, driftJson(r), driftText(r));
+      return r.drifted ? EXIT.changes : EXIT.ok;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
 }

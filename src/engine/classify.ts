@@ -1,0 +1,243 @@
+/**
+ * Risk of each change, decided from the typed change (never from rendered SQL): severity, a reason a person
+ * can act on, whether it is destructive, and the drift category it counts under.
+ */
+import type { Change, Classification, ClassifiedChange, DriftCategory } from './changes.ts';
+import type { Column, TypeRef } from './model.ts';
+
+const INT_RANK: Readonly<Record<string, number>> = { smallint: 1, integer: 2, bigint: 3 };
+const FLOAT_RANK: Readonly<Record<string, number>> = { real: 1, 'double precision': 2 };
+
+function mods(t: TypeRef): number[] {
+  return t.mods === '' ? [] : t.mods.slice(1, -1).split(',').map(Number);
+}
+
+/** How a type change affects stored data. */
+export function typeChangeRisk(from: Column, to: Column): 'widen' | 'rewrite' | 'narrow' {
+  const a = from.type;
+  const b = to.type;
+  if (
+    (from.collation ?? '') !== (to.collation ?? '') &&
+    a.name === b.name &&
+    a.mods === b.mods &&
+    a.array === b.array
+  )
+    return 'rewrite';
+  if (a.array !== b.array || a.schema !== undefined || b.schema !== undefined) return 'narrow';
+  const am = mods(a);
+  const bm = mods(b);
+  const text = (n: string) => n === 'character varying' || n === 'text';
+  if (text(a.name) && text(b.name)) {
+    if (b.name === 'text' || bm.length === 0) return 'widen';
+    if (a.name === 'character varying' && am.length > 0 && (bm[0] ?? 0) >= (am[0] ?? 0)) return 'widen';
+    return 'narrow';
+  }
+  if (a.name === 'character' && text(b.name) && (bm.length === 0 || (bm[0] ?? 0) >= (am[0] ?? 1)))
+    return 'rewrite';
+  if (INT_RANK[a.name] !== undefined && INT_RANK[b.name] !== undefined) {
+    return (INT_RANK[b.name] ?? 0) > (INT_RANK[a.name] ?? 0) ? 'rewrite' : 'narrow';
+  }
+  if (INT_RANK[a.name] !== undefined && b.name === 'numeric' && bm.length === 0) return 'rewrite';
+  if (FLOAT_RANK[a.name] !== undefined && FLOAT_RANK[b.name] !== undefined) {
+    return (FLOAT_RANK[b.name] ?? 0) > (FLOAT_RANK[a.name] ?? 0) ? 'rewrite' : 'narrow';
+  }
+  if (a.name === 'numeric' && b.name === 'numeric') {
+    if (bm.length === 0) return 'widen';
+    if (am.length === 0) return 'narrow';
+    const [ap = 0, as = 0] = am;
+    const [bp = 0, bs = 0] = bm;
+    if (bs === as && bp >= ap) return 'widen';
+    if (bs >= as && bp - bs >= ap - as) return 'rewrite';
+    return 'narrow';
+  }
+  if (
+    (a.name === 'bit varying' || a.name === 'bit') &&
+    b.name === 'bit varying' &&
+    (bm.length === 0 || (bm[0] ?? 0) >= (am[0] ?? 0))
+  )
+    return 'widen';
+  if (
+    a.name.startsWith('timestamp') &&
+    b.name.startsWith('timestamp') &&
+    a.name === b.name &&
+    (bm.length === 0 || (am.length > 0 && (bm[0] ?? 0) >= (am[0] ?? 0)))
+  )
+    return 'widen';
+  if (a.name === 'timestamp without time zone' && b.name === 'timestamp with time zone') return 'rewrite';
+  if (a.name === 'json' && b.name === 'jsonb') return 'rewrite';
+  return 'narrow';
+}
+
+const c = (severity: Classification['severity'], reason: string, destructive = false): Classification => ({
+  severity,
+  reason,
+  destructive,
+});
+
+export function classify(change: Change): Classification {
+  switch (change.kind) {
+    case 'CreateSchema':
+      return c('safe', 'creates a schema');
+    case 'DropSchema':
+      return c('destructive', 'drops a schema', true);
+    case 'CreateExtension':
+      return c('info', 'installs an extension');
+    case 'UpdateExtension':
+      return c('warning', 'updates an extension to another version');
+    case 'DropExtension':
+      return c('destructive', 'drops an extension and what it provides', true);
+    case 'CreateEnum':
+      return c('safe', 'creates an enum type');
+    case 'AddEnumValue':
+      return c('safe', 'adds an enum value; the new value is usable once the transaction commits');
+    case 'DropEnum':
+      return c('destructive', 'drops an enum type', true);
+    case 'CreateSequence':
+      return c('safe', 'creates a sequence');
+    case 'AlterSequence':
+      return c('info', 'changes sequence options');
+    case 'DropSequence':
+      return c('destructive', 'drops a sequence and its current value', true);
+    case 'CreateTable':
+      return c('safe', 'creates a table');
+    case 'DropTable':
+      return c('destructive', 'drops a table and every row in it', true);
+    case 'AddColumn': {
+      const col = change.column;
+      if (
+        col.notNull &&
+        col.default === undefined &&
+        col.identity === undefined &&
+        !col.serial &&
+        col.generated === undefined
+      ) {
+        return c('warning', 'adds a NOT NULL column without a default: fails if the table has rows');
+      }
+      if (col.generated !== undefined || col.identity !== undefined || col.serial)
+        return c('info', 'adds a computed column: rewrites the table');
+      return c('safe', 'adds a column');
+    }
+    case 'DropColumn':
+      return change.column.generated !== undefined
+        ? c('warning', 'drops a generated column (its values are derived and are recomputed)')
+        : c('destructive', 'drops a column and its data', true);
+    case 'AlterColumnType': {
+      const risk = typeChangeRisk(change.from, change.column);
+      if (risk === 'widen') return c('info', 'widens a column type');
+      if (risk === 'rewrite')
+        return c('warning', 'changes a column type without losing values: rewrites the table');
+      return c('destructive', 'changes a column type in a way that may lose or reject data', true);
+    }
+    case 'SetNotNull':
+      return c('warning', 'sets NOT NULL: fails if NULLs exist, scans the table');
+    case 'DropNotNull':
+      return c('safe', 'allows NULL');
+    case 'SetDefault':
+      return c('safe', 'sets a column default');
+    case 'DropDefault':
+      return c('info', 'removes a column default');
+    case 'AddIdentity':
+      return c('info', 'makes a column an identity column');
+    case 'SetIdentity':
+      return c('info', 'changes how an identity column is generated');
+    case 'DropIdentity':
+      return c('warning', 'removes identity generation from a column');
+    case 'AddConstraint': {
+      const k = change.constraint.kind;
+      if (k === 'ForeignKey')
+        return c('warning', 'adds a foreign key: validates existing rows and locks both tables');
+      if (k === 'Check') return c('warning', 'adds a check constraint: validates existing rows');
+      return c(
+        'warning',
+        `adds a ${k === 'PrimaryKey' ? 'primary key' : 'unique constraint'}: builds an index and fails on duplicates`,
+      );
+    }
+    case 'DropConstraint': {
+      const k = change.constraint.kind;
+      if (k === 'PrimaryKey' || k === 'Unique') return c('warning', 'removes a uniqueness guarantee');
+      return c('info', `drops a ${k === 'ForeignKey' ? 'foreign key' : 'check constraint'}`);
+    }
+    case 'CreateIndex':
+      return change.index.unique
+        ? c('warning', 'builds a unique index: blocks writes while building, fails on duplicates')
+        : c('info', 'builds an index: blocks writes to the table while building');
+    case 'DropIndex':
+      return change.index.unique
+        ? c('warning', 'drops a unique index: removes a uniqueness guarantee')
+        : c('info', 'drops an index');
+    case 'CreateView':
+      return c('safe', 'creates a view');
+    case 'DropView':
+      return c('info', 'drops a view');
+    case 'SetComment':
+      return c('safe', 'sets a comment');
+    case 'InsertRow':
+      return c('info', 'inserts a declared row');
+    case 'UpdateRow':
+      return c('warning', 'updates a declared row');
+    case 'DeleteRow':
+      return c('destructive', 'deletes a row the declaration no longer lists', true);
+    case 'Unsupported':
+      return c('error', change.reason);
+  }
+}
+
+export function classifyAll(changes: readonly Change[]): ClassifiedChange[] {
+  return changes.map((ch) => ({ ...ch, classification: classify(ch) }));
+}
+
+export function driftCategory(change: Change): DriftCategory | undefined {
+  switch (change.kind) {
+    case 'CreateTable':
+      return 'tables_added';
+    case 'DropTable':
+      return 'tables_removed';
+    case 'AddColumn':
+      return 'columns_added';
+    case 'DropColumn':
+      return 'columns_removed';
+    case 'AlterColumnType':
+    case 'SetNotNull':
+    case 'DropNotNull':
+    case 'SetDefault':
+    case 'DropDefault':
+    case 'AddIdentity':
+    case 'SetIdentity':
+    case 'DropIdentity':
+      return 'columns_modified';
+    case 'AddConstraint':
+      return change.constraint.kind === 'PrimaryKey' || change.constraint.kind === 'Unique'
+        ? 'table_constraints_added'
+        : 'constraints_added';
+    case 'DropConstraint':
+      return change.constraint.kind === 'PrimaryKey' || change.constraint.kind === 'Unique'
+        ? 'unique_protections_removed'
+        : 'constraints_removed';
+    case 'CreateIndex':
+      return 'indexes_added';
+    case 'DropIndex':
+      return change.index.unique ? 'unique_protections_removed' : 'indexes_removed';
+    case 'CreateEnum':
+      return 'enums_added';
+    case 'DropEnum':
+      return 'enums_removed';
+    case 'AddEnumValue':
+      return 'enum_values_added';
+    case 'CreateExtension':
+      return 'extensions_added';
+    case 'UpdateExtension':
+      return 'extensions_modified';
+    case 'DropExtension':
+      return 'extensions_removed';
+    case 'InsertRow':
+      return 'data_rows_inserted';
+    case 'UpdateRow':
+      return 'data_rows_updated';
+    case 'DeleteRow':
+      return 'data_rows_deleted';
+    case 'Unsupported':
+      return change.category;
+    default:
+      return undefined;
+  }
+}

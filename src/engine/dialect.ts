@@ -1,0 +1,27 @@
+/**
+ * A dialect plugs into the engine as one object: it connects, inspects, loads desired SQL, renders changes
+ * and states facts. Core code asks for the fact, never for the dialect's name. MySQL will add a second one.
+ */
+import type { Change } from './changes.ts';
+import type { RowSet, SchemaModel, Table } from './model.ts';
+import type { Session } from './pg/pg-adapter.ts';
+import type { RowRequest } from './pg/pg-inspector.ts';
+
+export type { Session, RowRequest };
+
+export interface SchemaDialect {
+  readonly name: 'postgres' | 'mysql';
+  readonly supportsTransactionalDdl: boolean;
+  connect(url: string): Promise<Session>;
+  /** Catalog queries an inspection makes, independent of the number of tables. */
+  readonly catalogQueryCount: number;
+  inspect(session: Session): Promise<SchemaModel>;
+  readRows(session: Session, live: SchemaModel, requests: readonly RowRequest[]): Promise<RowSet[]>;
+  normaliseRows(session: Session, liveTable: Table, rows: RowSet): Promise<RowSet>;
+  loadDesired(files: readonly { path: string; sql: string }[]): Promise<SchemaModel>;
+  render(change: Change): string[];
+  /** Statements that open a transaction for applying a plan with the given lock timeout. */
+  beginApply(lockTimeoutMs: number): string[];
+  /** Statements that open a read-only, consistent snapshot. */
+  beginReadOnly(): string[];
+}

@@ -1,0 +1,535 @@
+/**
+ * The diff: two models in, typed changes out, in dependency order. Pure: it never touches a database, and
+ * the same inputs always give the same changes in the same order (everything is sorted by name; tables are
+ * ordered by a stable topological sort over foreign keys, cycles broken by name).
+ */
+import type { Change, TableRef } from './changes.ts';
+import type { Column, Constraint, Index, RowSet, RowValues, SchemaModel, Table, View } from './model.ts';
+import { DEFAULT_SCHEMA, constraintKey, indexKey, typeKey } from './model.ts';
+
+const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
+  cmp(`${a.schema ?? ''}\u0000${a.name}`, `${b.schema ?? ''}\u0000${b.name}`);
+
+export function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function keyed<T extends { schema?: string; name: string }>(list: readonly T[]): Map<string, T> {
+  const m = new Map<string, T>();
+  for (const x of [...list].sort(byName)) m.set(`${x.schema ?? ''}.${x.name}`, x);
+  return m;
+}
+
+const ref = (t: { schema: string; name: string }): TableRef => ({ schema: t.schema, name: t.name });
+
+/** Tables ordered so a referenced table comes before the tables referencing it. */
+export function topologicalTables(tables: readonly Table[]): Table[] {
+  const sorted = [...tables].sort(byName);
+  const key = (t: { schema: string; name: string }) => `${t.schema}.${t.name}`;
+  const present = new Map(sorted.map((t) => [key(t), t]));
+  const done = new Set<string>();
+  const visiting = new Set<string>();
+  const out: Table[] = [];
+  const visit = (t: Table) => {
+    const k = key(t);
+    if (done.has(k) || visiting.has(k)) return; // a cycle is broken here, at the name-ordered entry point
+    visiting.add(k);
+    const deps = t.constraints
+      .filter((c) => c.kind === 'ForeignKey')
+      .map((c) => `${c.refSchema}.${c.refTable}`)
+      .filter((d) => d !== k)
+      .sort(cmp);
+    for (const d of deps) {
+      const dt = present.get(d);
+      if (dt) visit(dt);
+    }
+    visiting.delete(k);
+    done.add(k);
+    out.push(t);
+  };
+  for (const t of sorted) visit(t);
+  return out;
+}
+
+export interface DiffInput {
+  readonly from: SchemaModel;
+  readonly to: SchemaModel;
+  /** Live rows of the managed tables (read by key), in the same shape as the desired row sets. */
+  readonly liveRows: readonly RowSet[];
+}
+
+export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
+  const changes: Change[] = [];
+  const push = (c: Change) => changes.push(c);
+
+  // Schemas
+  const fromSchemas = new Set(from.schemas.map((s) => s.name));
+  const toSchemas = new Map(to.schemas.filter((s) => s.name !== DEFAULT_SCHEMA).map((s) => [s.name, s]));
+  for (const [name, s] of [...toSchemas].sort((a, b) => cmp(a[0], b[0]))) {
+    if (!fromSchemas.has(name))
+      push({ kind: 'CreateSchema', schema: name, ...(s.comment ? { comment: s.comment } : {}) });
+    else {
+      const live = from.schemas.find((x) => x.name === name);
+      if (live?.comment !== s.comment)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'SCHEMA', schema: name, name },
+          ...(s.comment !== undefined ? { comment: s.comment } : {}),
+        });
+    }
+  }
+  // A schema that holds an unmanaged object is left alone: dropping it would fail or take the object with it.
+  const holdsUnmanaged = new Set(from.unmanaged.map((u) => u.schema));
+  for (const s of [...from.schemas].sort((a, b) => cmp(a.name, b.name))) {
+    if (s.name !== DEFAULT_SCHEMA && !toSchemas.has(s.name) && !holdsUnmanaged.has(s.name))
+      push({ kind: 'DropSchema', schema: s.name });
+  }
+
+  // Extensions: schema and version compare only when the desired state states them.
+  const fromExt = keyed(from.extensions);
+  const toExt = keyed(to.extensions);
+  for (const [k, e] of toExt) {
+    const live = fromExt.get(k);
+    if (!live) push({ kind: 'CreateExtension', extension: e });
+    else if (e.version !== undefined && e.version !== live.version)
+      push({ kind: 'UpdateExtension', extension: e });
+    else if (e.schema !== undefined && e.schema !== live.schema) {
+      push({
+        kind: 'Unsupported',
+        object: `extension ${e.name}`,
+        reason: `extension ${e.name} lives in schema ${live.schema ?? ''} but ${e.schema} is declared; move it by hand (ALTER EXTENSION ... SET SCHEMA)`,
+        category: 'extensions_modified',
+      });
+    }
+  }
+  for (const [k, e] of fromExt) if (!toExt.has(k)) push({ kind: 'DropExtension', extension: e });
+
+  // Enums
+  const fromEnum = keyed(from.enums);
+  const toEnum = keyed(to.enums);
+  for (const [k, e] of toEnum) {
+    const live = fromEnum.get(k);
+    if (!live) {
+      push({ kind: 'CreateEnum', type: e });
+    } else {
+      const removed = live.values.filter((v) => !e.values.includes(v));
+      const kept = e.values.filter((v) => live.values.includes(v));
+      const liveOrder = live.values.filter((v) => e.values.includes(v));
+      if (removed.length > 0) {
+        push({
+          kind: 'Unsupported',
+          object: `type ${e.schema}.${e.name}`,
+          reason: `enum ${e.schema}.${e.name} would lose values ${removed.join(', ')}; PostgreSQL cannot drop enum values: recreate the type in a migration`,
+          category: 'enum_values_removed',
+        });
+      } else if (kept.join('\u0000') !== liveOrder.join('\u0000')) {
+        push({
+          kind: 'Unsupported',
+          object: `type ${e.schema}.${e.name}`,
+          reason: `enum ${e.schema}.${e.name} reorders existing values; PostgreSQL cannot reorder them: recreate the type in a migration`,
+        });
+      } else {
+        e.values.forEach((v, i) => {
+          if (live.values.includes(v)) return;
+          const after = i > 0 ? e.values[i - 1] : undefined;
+          const before = e.values.slice(i + 1).find((x) => live.values.includes(x));
+          push({
+            kind: 'AddEnumValue',
+            type: e,
+            value: v,
+            ...(after !== undefined ? { after } : before !== undefined ? { before } : {}),
+          });
+        });
+      }
+      if (live.comment !== e.comment)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'TYPE', schema: e.schema, name: e.name },
+          ...(e.comment !== undefined ? { comment: e.comment } : {}),
+        });
+    }
+  }
+  for (const [k, e] of fromEnum) if (!toEnum.has(k)) push({ kind: 'DropEnum', type: e });
+
+  // Sequences
+  const fromSeq = keyed(from.sequences);
+  const toSeq = keyed(to.sequences);
+  for (const [k, s] of toSeq) {
+    const live = fromSeq.get(k);
+    if (!live) push({ kind: 'CreateSequence', sequence: s });
+    else {
+      const fields = ['dataType', 'start', 'increment', 'min', 'max', 'cache', 'cycle', 'ownedBy'] as const;
+      if (fields.some((f) => live[f] !== s[f])) push({ kind: 'AlterSequence', from: live, sequence: s });
+      if (live.comment !== s.comment)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'SEQUENCE', schema: s.schema, name: s.name },
+          ...(s.comment !== undefined ? { comment: s.comment } : {}),
+        });
+    }
+  }
+  for (const [k, s] of fromSeq) if (!toSeq.has(k)) push({ kind: 'DropSequence', sequence: s });
+
+  // Tables
+  const fromTables = keyed(from.tables);
+  const toTables = keyed(to.tables);
+  const retypedTables = new Set<string>();
+  for (const t of topologicalTables([...toTables.values()])) {
+    const k = `${t.schema}.${t.name}`;
+    const live = fromTables.get(k);
+    if (!live) {
+      const { constraints, indexes } = t;
+      // Foreign keys are added after every table exists, so creation order never has to break a cycle.
+      push({
+        kind: 'CreateTable',
+        table: { ...t, constraints: constraints.filter((c) => c.kind !== 'ForeignKey'), indexes: [] },
+      });
+      for (const c of sortConstraints(constraints.filter((c) => c.kind === 'ForeignKey')))
+        push({ kind: 'AddConstraint', table: ref(t), constraint: c });
+      for (const i of sortIndexes(indexes)) push({ kind: 'CreateIndex', table: ref(t), index: i });
+      if (t.comment !== undefined)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'TABLE', schema: t.schema, name: t.name },
+          comment: t.comment,
+        });
+      for (const c of t.columns)
+        if (c.comment !== undefined)
+          push({
+            kind: 'SetComment',
+            target: { objectType: 'COLUMN', schema: t.schema, name: t.name, column: c.name },
+            comment: c.comment,
+          });
+      for (const i of indexes)
+        if (i.comment !== undefined && i.name !== undefined)
+          push({
+            kind: 'SetComment',
+            target: { objectType: 'INDEX', schema: t.schema, name: i.name },
+            comment: i.comment,
+          });
+      continue;
+    }
+    if (diffTable(live, t, push)) retypedTables.add(k);
+  }
+  const dropped = topologicalTables(
+    [...fromTables.values()].filter((t) => !toTables.has(`${t.schema}.${t.name}`)),
+  ).reverse();
+  for (const t of dropped) push({ kind: 'DropTable', table: t });
+
+  // Views: recreated when their definition changed or a table they read had a column dropped or retyped.
+  const fromViews = keyed(from.views);
+  const toViews = keyed(to.views);
+  const readsRetyped = (v: View) =>
+    [...retypedTables].some((k) =>
+      v.definition.key.includes(`"relname":${JSON.stringify(k.slice(k.indexOf('.') + 1))}`),
+    );
+  for (const [k, v] of toViews) {
+    const live = fromViews.get(k);
+    if (!live || live.definition.key !== v.definition.key || readsRetyped(live)) {
+      if (live) push({ kind: 'DropView', view: live });
+      push({ kind: 'CreateView', view: v });
+      if (v.comment !== undefined)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'VIEW', schema: v.schema, name: v.name },
+          comment: v.comment,
+        });
+    } else if (live.comment !== v.comment) {
+      push({
+        kind: 'SetComment',
+        target: { objectType: 'VIEW', schema: v.schema, name: v.name },
+        ...(v.comment !== undefined ? { comment: v.comment } : {}),
+      });
+    }
+  }
+  for (const [k, v] of fromViews) if (!toViews.has(k)) push({ kind: 'DropView', view: v });
+
+  // Reference rows
+  const order = topologicalTables(to.tables).map((t) => `${t.schema}.${t.name}`);
+  const desiredRows = [...to.rows].sort(
+    (a, b) => order.indexOf(`${a.schema}.${a.table}`) - order.indexOf(`${b.schema}.${b.table}`),
+  );
+  for (const rs of desiredRows) {
+    const table = toTables.get(`${rs.schema}.${rs.table}`);
+    const live = liveRows.find((r) => r.schema === rs.schema && r.table === rs.table);
+    diffRows(rs, live, table, push);
+  }
+  return orderChanges(changes, order);
+}
+
+function sortConstraints(list: readonly Constraint[]): Constraint[] {
+  return [...list].sort((a, b) =>
+    cmp(`${a.name ?? ''}\u0000${constraintKey(a)}`, `${b.name ?? ''}\u0000${constraintKey(b)}`),
+  );
+}
+
+function sortIndexes(list: readonly Index[]): Index[] {
+  return [...list].sort((a, b) =>
+    cmp(`${a.name ?? ''}\u0000${indexKey(a)}`, `${b.name ?? ''}\u0000${indexKey(b)}`),
+  );
+}
+
+/** Pairs desired with live: by name when the desired one is named, else by definition. */
+function pair<T extends { name?: string }>(
+  live: readonly T[],
+  desired: readonly T[],
+  key: (x: T) => string,
+): { matched: [T, T][]; added: T[]; removed: T[] } {
+  const rest = [...live];
+  const matched: [T, T][] = [];
+  const added: T[] = [];
+  const unnamed: T[] = [];
+  for (const d of desired) {
+    if (d.name === undefined) {
+      unnamed.push(d);
+      continue;
+    }
+    const i = rest.findIndex((l) => l.name === d.name);
+    if (i >= 0) matched.push([rest.splice(i, 1)[0] as T, d]);
+    else added.push(d);
+  }
+  for (const d of unnamed) {
+    const i = rest.findIndex((l) => key(l) === key(d));
+    if (i >= 0) matched.push([rest.splice(i, 1)[0] as T, d]);
+    else added.push(d);
+  }
+  return { matched, added, removed: rest };
+}
+
+/** Returns true when a column was dropped or changed type (views reading the table are then recreated). */
+function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
+  const tr = ref(t);
+  let retyped = false;
+  const cons = pair(live.constraints, t.constraints, constraintKey);
+  const idx = pair(live.indexes, t.indexes, indexKey);
+  // Constraints and indexes that change are dropped and re-added.
+  const dropCons: Constraint[] = [...cons.removed];
+  const addCons: Constraint[] = [...cons.added];
+  for (const [l, d] of cons.matched) {
+    if (l.kind === 'PrimaryKey' && d.kind === 'PrimaryKey' && d.name === undefined) {
+      if (constraintKey(l) !== constraintKey(d)) {
+        dropCons.push(l);
+        addCons.push(d);
+      }
+      continue;
+    }
+    if (constraintKey(l) !== constraintKey(d)) {
+      dropCons.push(l);
+      addCons.push(d);
+    }
+  }
+  const dropIdx: Index[] = [...idx.removed];
+  const addIdx: Index[] = [...idx.added];
+  for (const [l, d] of idx.matched) {
+    if (indexKey(l) !== indexKey(d)) {
+      dropIdx.push(l);
+      addIdx.push(d);
+    } else if (l.comment !== d.comment && d.name !== undefined) {
+      push({
+        kind: 'SetComment',
+        target: { objectType: 'INDEX', schema: t.schema, name: d.name },
+        ...(d.comment !== undefined ? { comment: d.comment } : {}),
+      });
+    }
+  }
+  // A PK present on both sides but unnamed in the desired state matches by kind.
+  const livePk = dropCons.find((c) => c.kind === 'PrimaryKey');
+  const newPk = addCons.find((c) => c.kind === 'PrimaryKey');
+  if (livePk && newPk && newPk.name === undefined && constraintKey(livePk) === constraintKey(newPk)) {
+    dropCons.splice(dropCons.indexOf(livePk), 1);
+    addCons.splice(addCons.indexOf(newPk), 1);
+  }
+  for (const c of sortConstraints(dropCons)) push({ kind: 'DropConstraint', table: tr, constraint: c });
+  for (const i of sortIndexes(dropIdx)) push({ kind: 'DropIndex', table: tr, index: i });
+
+  const liveCols = new Map(live.columns.map((c) => [c.name, c]));
+  const desiredCols = new Set(t.columns.map((c) => c.name));
+  for (const c of t.columns) {
+    const l = liveCols.get(c.name);
+    if (!l) {
+      push({ kind: 'AddColumn', table: tr, column: c, tableIsNew: false });
+      continue;
+    }
+    retyped = diffColumn(tr, l, c, push) || retyped;
+  }
+  for (const l of live.columns) {
+    if (!desiredCols.has(l.name)) {
+      push({ kind: 'DropColumn', table: tr, column: l });
+      retyped = true;
+    }
+  }
+  for (const c of sortConstraints(addCons)) push({ kind: 'AddConstraint', table: tr, constraint: c });
+  for (const i of sortIndexes(addIdx)) push({ kind: 'CreateIndex', table: tr, index: i });
+  for (const i of addIdx)
+    if (i.comment !== undefined && i.name !== undefined)
+      push({
+        kind: 'SetComment',
+        target: { objectType: 'INDEX', schema: t.schema, name: i.name },
+        comment: i.comment,
+      });
+  if (live.comment !== t.comment)
+    push({
+      kind: 'SetComment',
+      target: { objectType: 'TABLE', schema: t.schema, name: t.name },
+      ...(t.comment !== undefined ? { comment: t.comment } : {}),
+    });
+  return retyped;
+}
+
+function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => void): boolean {
+  const obj = `column ${tr.schema}.${tr.name}.${c.name}`;
+  if (Boolean(l.serial) !== Boolean(c.serial)) {
+    push({
+      kind: 'Unsupported',
+      object: obj,
+      reason: `${obj} changes between serial and a plain column; convert it with a migration (sequence ownership and default move together)`,
+      category: 'columns_modified',
+    });
+    return false;
+  }
+  if ((l.generated?.key ?? '') !== (c.generated?.key ?? '')) {
+    // A generated expression cannot be altered in place: the derived column is rebuilt.
+    push({ kind: 'DropColumn', table: tr, column: l });
+    push({ kind: 'AddColumn', table: tr, column: c, tableIsNew: false });
+    return true;
+  }
+  let retyped = false;
+  const typeChanged = typeKey(l.type) !== typeKey(c.type) || (l.collation ?? '') !== (c.collation ?? '');
+  const defaultChanged = (l.default?.key ?? '') !== (c.default?.key ?? '');
+  if (l.identity !== undefined && c.identity === undefined)
+    push({ kind: 'DropIdentity', table: tr, column: l });
+  if (typeChanged) {
+    if (l.default !== undefined) push({ kind: 'DropDefault', table: tr, column: l });
+    push({ kind: 'AlterColumnType', table: tr, from: l, column: c });
+    if (c.default !== undefined) push({ kind: 'SetDefault', table: tr, column: c });
+    retyped = true;
+  } else if (defaultChanged) {
+    push(
+      c.default === undefined
+        ? { kind: 'DropDefault', table: tr, column: l }
+        : { kind: 'SetDefault', table: tr, column: c },
+    );
+  }
+  if (l.identity === undefined && c.identity !== undefined)
+    push({ kind: 'AddIdentity', table: tr, column: c });
+  else if (l.identity !== undefined && c.identity !== undefined && l.identity !== c.identity)
+    push({ kind: 'SetIdentity', table: tr, column: c });
+  // Identity and serial columns are NOT NULL by construction; dropping identity keeps NOT NULL.
+  if (!l.notNull && c.notNull && c.identity === undefined) push({ kind: 'SetNotNull', table: tr, column: c });
+  if (l.notNull && !c.notNull) push({ kind: 'DropNotNull', table: tr, column: c });
+  if (l.comment !== c.comment)
+    push({
+      kind: 'SetComment',
+      target: { objectType: 'COLUMN', schema: tr.schema, name: tr.name, column: c.name },
+      ...(c.comment !== undefined ? { comment: c.comment } : {}),
+    });
+  return retyped;
+}
+
+function diffRows(
+  rs: RowSet,
+  live: RowSet | undefined,
+  table: Table | undefined,
+  push: (c: Change) => void,
+): void {
+  const tr = { schema: rs.schema, name: rs.table };
+  const id = (r: RowValues) => JSON.stringify(rs.key.map((k) => r[k] ?? null));
+  const liveById = new Map((live?.rows ?? []).map((r) => [id(r), r]));
+  const desiredIds = new Set(rs.rows.map(id));
+  const overriding =
+    table?.columns.some((c) => c.identity === 'always' && rs.columns.includes(c.name)) ?? false;
+  const sorted = [...rs.rows].sort((a, b) => cmp(id(a), id(b)));
+  for (const r of [...(live?.rows ?? [])].sort((a, b) => cmp(id(a), id(b)))) {
+    if (!desiredIds.has(id(r))) push({ kind: 'DeleteRow', table: tr, key: rs.key, row: pick(r, rs.key) });
+  }
+  for (const r of sorted) {
+    const l = liveById.get(id(r));
+    if (!l) {
+      push({ kind: 'InsertRow', table: tr, key: rs.key, row: r, overridingSystemValue: overriding });
+      continue;
+    }
+    const set = rs.columns.filter((c) => !rs.key.includes(c) && (!(c in l) || l[c] !== r[c]));
+    if (set.length > 0) push({ kind: 'UpdateRow', table: tr, key: rs.key, row: r, set });
+  }
+}
+
+function pick(r: RowValues, cols: readonly string[]): RowValues {
+  const o: Record<string, string | null> = {};
+  for (const c of cols) o[c] = r[c] ?? null;
+  return o;
+}
+
+/** Statement phases: the order that lets every statement find what it depends on. */
+function phase(c: Change): number {
+  switch (c.kind) {
+    case 'Unsupported':
+      return 0;
+    case 'CreateSchema':
+      return 1;
+    case 'CreateExtension':
+    case 'UpdateExtension':
+      return 2;
+    case 'DropView':
+      return 3;
+    case 'DropConstraint':
+      return c.constraint.kind === 'ForeignKey' ? 4 : 6;
+    case 'DeleteRow':
+      return 5;
+    case 'DropIndex':
+      return 6;
+    case 'CreateEnum':
+    case 'AddEnumValue':
+      return 7;
+    case 'CreateSequence':
+    case 'AlterSequence':
+      return 8;
+    case 'CreateTable':
+      return 9;
+    case 'AddColumn':
+    case 'DropColumn':
+    case 'AlterColumnType':
+    case 'SetNotNull':
+    case 'DropNotNull':
+    case 'SetDefault':
+    case 'DropDefault':
+    case 'AddIdentity':
+    case 'SetIdentity':
+    case 'DropIdentity':
+      return 10;
+    case 'DropTable':
+      return 11;
+    case 'DropSequence':
+    case 'DropEnum':
+      return 12;
+    case 'AddConstraint':
+      return c.constraint.kind === 'ForeignKey' ? 15 : 13;
+    case 'CreateIndex':
+      return 14;
+    case 'InsertRow':
+    case 'UpdateRow':
+      return 16;
+    case 'CreateView':
+      return 17;
+    case 'SetComment':
+      return 18;
+    case 'DropExtension':
+      return 19;
+    case 'DropSchema':
+      return 20;
+  }
+}
+
+function orderChanges(changes: Change[], tableOrder: readonly string[]): Change[] {
+  const rank = (c: Change) => {
+    // Rows are deleted children first and inserted parents first.
+    if (c.kind === 'DeleteRow') return -tableOrder.indexOf(`${c.table.schema}.${c.table.name}`);
+    if (c.kind === 'InsertRow' || c.kind === 'UpdateRow')
+      return tableOrder.indexOf(`${c.table.schema}.${c.table.name}`);
+    return 0;
+  };
+  // Array.prototype.sort is stable: within a phase the diff's own (name-sorted) order is kept.
+  return changes
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => phase(a.c) - phase(b.c) || rank(a.c) - rank(b.c) || a.i - b.i)
+    .map((x) => x.c);
+}

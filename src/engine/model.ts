@@ -1,0 +1,229 @@
+/**
+ * The engine-neutral schema model. The live database and the desired SQL both end here, through the same
+ * normaliser, so two models differ only when their content does. Nodes are plain frozen records with a
+ * string `kind`; the diff compares them and never touches a database.
+ */
+
+/** An expression kept twice: as SQL to render, and as a canonical key to compare. */
+export interface Expr {
+  readonly text: string;
+  readonly key: string;
+}
+
+/** A column type. `key` compares; `sql` renders. Built-in types have no schema. */
+export interface TypeRef {
+  readonly schema?: string;
+  readonly name: string;
+  /** Modifiers as written after the name, e.g. `(10,2)`; empty when none. */
+  readonly mods: string;
+  readonly array: boolean;
+}
+
+export interface Column {
+  readonly kind: 'Column';
+  readonly name: string;
+  readonly type: TypeRef;
+  readonly notNull: boolean;
+  readonly default?: Expr;
+  readonly identity?: 'always' | 'by default';
+  /** A stored generated column's expression. */
+  readonly generated?: Expr;
+  /** serial/bigserial/smallserial: an owned sequence feeds the default. */
+  readonly serial?: boolean;
+  readonly collation?: string;
+  readonly comment?: string;
+}
+
+export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
+
+export interface PrimaryKey {
+  readonly kind: 'PrimaryKey';
+  readonly name?: string;
+  readonly columns: readonly string[];
+}
+
+export interface UniqueConstraint {
+  readonly kind: 'Unique';
+  readonly name?: string;
+  readonly columns: readonly string[];
+  readonly nullsNotDistinct: boolean;
+  readonly deferrable: boolean;
+  readonly initiallyDeferred: boolean;
+}
+
+export interface CheckConstraint {
+  readonly kind: 'Check';
+  readonly name?: string;
+  readonly expression: Expr;
+}
+
+export interface ForeignKey {
+  readonly kind: 'ForeignKey';
+  readonly name?: string;
+  readonly columns: readonly string[];
+  readonly refSchema: string;
+  readonly refTable: string;
+  readonly refColumns: readonly string[];
+  readonly onUpdate: FkAction;
+  readonly onDelete: FkAction;
+  readonly matchFull: boolean;
+  readonly deferrable: boolean;
+  readonly initiallyDeferred: boolean;
+}
+
+export type Constraint = PrimaryKey | UniqueConstraint | CheckConstraint | ForeignKey;
+
+export interface IndexKey {
+  /** A plain column, or else an expression. */
+  readonly column?: string;
+  readonly expression?: Expr;
+  readonly opclass?: string;
+  readonly descending: boolean;
+  /** Only when it differs from the default for the direction. */
+  readonly nulls?: 'first' | 'last';
+  readonly collation?: string;
+}
+
+export interface Index {
+  readonly kind: 'Index';
+  readonly name?: string;
+  readonly unique: boolean;
+  readonly method: string;
+  readonly keys: readonly IndexKey[];
+  readonly include: readonly string[];
+  readonly where?: Expr;
+  readonly nullsNotDistinct: boolean;
+  readonly comment?: string;
+}
+
+export interface Table {
+  readonly kind: 'Table';
+  readonly schema: string;
+  readonly name: string;
+  readonly columns: readonly Column[];
+  readonly constraints: readonly Constraint[];
+  readonly indexes: readonly Index[];
+  readonly comment?: string;
+}
+
+export interface EnumType {
+  readonly kind: 'Enum';
+  readonly schema: string;
+  readonly name: string;
+  readonly values: readonly string[];
+  readonly comment?: string;
+}
+
+export interface Sequence {
+  readonly kind: 'Sequence';
+  readonly schema: string;
+  readonly name: string;
+  readonly dataType: string;
+  readonly start: string;
+  readonly increment: string;
+  readonly min: string;
+  readonly max: string;
+  readonly cache: string;
+  readonly cycle: boolean;
+  /** `table.column` when the sequence is owned by a column. */
+  readonly ownedBy?: string;
+  readonly comment?: string;
+}
+
+export interface View {
+  readonly kind: 'View';
+  readonly schema: string;
+  readonly name: string;
+  readonly definition: Expr;
+  readonly comment?: string;
+}
+
+export interface Extension {
+  readonly kind: 'Extension';
+  readonly name: string;
+  readonly schema?: string;
+  readonly version?: string;
+}
+
+export interface SchemaNamespace {
+  readonly kind: 'Schema';
+  readonly name: string;
+  readonly comment?: string;
+}
+
+/** One declared row: values as text (null for SQL NULL), keyed by the table's primary key. */
+export type RowValues = Readonly<Record<string, string | null>>;
+
+/** Reference rows a desired state declares for one table. */
+export interface RowSet {
+  readonly kind: 'RowSet';
+  readonly schema: string;
+  readonly table: string;
+  readonly key: readonly string[];
+  readonly columns: readonly string[];
+  readonly rows: readonly RowValues[];
+}
+
+/** Something the database holds that the model does not manage: reported, never dropped. */
+export interface Unmanaged {
+  readonly kind: 'Unmanaged';
+  readonly objectKind: string;
+  readonly schema: string;
+  readonly name: string;
+}
+
+export interface SchemaModel {
+  readonly schemas: readonly SchemaNamespace[];
+  readonly extensions: readonly Extension[];
+  readonly enums: readonly EnumType[];
+  readonly sequences: readonly Sequence[];
+  readonly tables: readonly Table[];
+  readonly views: readonly View[];
+  readonly rows: readonly RowSet[];
+  readonly unmanaged: readonly Unmanaged[];
+}
+
+export const DEFAULT_SCHEMA = 'public';
+
+export function emptyModel(): SchemaModel {
+  return {
+    schemas: [],
+    extensions: [],
+    enums: [],
+    sequences: [],
+    tables: [],
+    views: [],
+    rows: [],
+    unmanaged: [],
+  };
+}
+
+export function qualifiedName(schema: string, name: string): string {
+  return `${schema}.${name}`;
+}
+
+export function typeKey(t: TypeRef): string {
+  return `${t.schema === undefined ? '' : t.schema + '.'}${t.name}${t.mods}${t.array ? '[]' : ''}`;
+}
+
+/** A constraint's definition without its name: what matching by content compares. */
+export function constraintKey(c: Constraint): string {
+  switch (c.kind) {
+    case 'PrimaryKey':
+      return `pk(${c.columns.join(',')})`;
+    case 'Unique':
+      return `uq(${c.columns.join(',')})${c.nullsNotDistinct ? 'nnd' : ''}${c.deferrable ? 'd' : ''}${c.initiallyDeferred ? 'i' : ''}`;
+    case 'Check':
+      return `ck(${c.expression.key})`;
+    case 'ForeignKey':
+      return `fk(${c.columns.join(',')})->${c.refSchema}.${c.refTable}(${c.refColumns.join(',')})|${c.onUpdate}|${c.onDelete}|${c.matchFull}|${c.deferrable}|${c.initiallyDeferred}`;
+  }
+}
+
+export function indexKey(i: Index): string {
+  const keys = i.keys.map(
+    (k) =>
+      `${k.column ?? '(' + (k.expression?.key ?? '') + ')'}:${k.opclass ?? ''}:${k.collation ?? ''}:${k.descending}:${k.nulls ?? ''}`,
+  );
+  return `${i.unique}|${i.method}|${keys.join(',')}|${i.include.join(',')}|${i.where?.key ?? ''}|${i.nullsNotDistinct}`;
+}

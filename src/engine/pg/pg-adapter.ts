@@ -1,0 +1,90 @@
+/**
+ * The PostgreSQL connection: one client per command, a round-trip counter (the benchmark reports catalog
+ * round trips), and the facts core code asks for instead of testing the dialect by name.
+ */
+import pg from 'pg';
+import { redact } from '../database-url.ts';
+
+export interface QueryResultRows {
+  readonly rows: Record<string, unknown>[];
+}
+
+/** What the engine needs from a database session. */
+export interface Session {
+  query(sql: string, params?: readonly unknown[]): Promise<QueryResultRows>;
+  /** Round trips made so far on this session. */
+  readonly roundTrips: number;
+  close(): Promise<void>;
+}
+
+export class DatabaseError extends Error {
+  override readonly name = 'DatabaseError';
+  constructor(
+    message: string,
+    readonly sqlstate: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export const pgAdapterFacts = {
+  supportsTransactionalDdl: true,
+} as const;
+
+/** Errors from the driver may quote the URL; everything leaving here is redacted. */
+export function toDatabaseError(error: unknown, url: string): DatabaseError {
+  const e = error as { message?: string; code?: string };
+  const password = safePassword(url);
+  return new DatabaseError(redact(String(e.message ?? error), password ? [password] : []), e.code);
+}
+
+function safePassword(url: string): string | undefined {
+  try {
+    const p = decodeURIComponent(new URL(url).password);
+    return p === '' ? undefined : p;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function connectPostgres(
+  url: string,
+  options: { connectTimeoutMs?: number } = {},
+): Promise<Session> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+    application_name: 'ptah-schema',
+  });
+  // Values come back as text: the engine compares catalog text, never driver-converted values.
+  const textTypes = { getTypeParser: () => (v: string) => v };
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw toDatabaseError(error, url);
+  }
+  client.on('error', () => undefined);
+  let roundTrips = 0;
+  return {
+    async query(sql, params) {
+      roundTrips++;
+      try {
+        const r = await client.query({
+          text: sql,
+          values: params as unknown[] | undefined,
+          types: textTypes,
+        });
+        return { rows: r.rows as Record<string, unknown>[] };
+      } catch (error) {
+        throw toDatabaseError(error, url);
+      }
+    },
+    get roundTrips() {
+      return roundTrips;
+    },
+    async close() {
+      await client.end().catch(() => undefined);
+    },
+  };
+}

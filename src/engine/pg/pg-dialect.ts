@@ -1,0 +1,20 @@
+/** The PostgreSQL dialect: its inspector, desired-state loader, renderer and adapter in one object. */
+import type { SchemaDialect } from '../dialect.ts';
+import { connectPostgres, pgAdapterFacts } from './pg-adapter.ts';
+import { loadDesiredSql } from './pg-desired.ts';
+import { CATALOG_QUERY_COUNT, inspectPostgres, normaliseRowValues, readRows } from './pg-inspector.ts';
+import { renderPostgres } from './pg-renderer.ts';
+
+export const postgresDialect: SchemaDialect = {
+  name: 'postgres',
+  supportsTransactionalDdl: pgAdapterFacts.supportsTransactionalDdl,
+  connect: (url) => connectPostgres(url),
+  catalogQueryCount: CATALOG_QUERY_COUNT,
+  inspect: inspectPostgres,
+  readRows,
+  normaliseRows: normaliseRowValues,
+  loadDesired: loadDesiredSql,
+  render: renderPostgres,
+  beginApply: (ms) => ['BEGIN', `SET LOCAL lock_timeout = ${Math.max(0, Math.floor(ms))}`],
+  beginReadOnly: () => ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'],
+};

@@ -1,0 +1,347 @@
+/**
+ * Reads a live PostgreSQL database into the schema model in a fixed number of catalog queries (one per
+ * kind of object, for all tables at once). The catalog's own deparsed DDL is fed through the desired-state
+ * loader, so the live and desired models share one normaliser.
+ */
+import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
+import { DEFAULT_SCHEMA } from '../model.ts';
+import type { Session } from './pg-adapter.ts';
+import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
+import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+
+const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'`;
+const NOT_EXTENSION_MEMBER = (cls: string, oid: string) =>
+  `NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '${cls}'::regclass AND dx.objid = ${oid} AND dx.deptype = 'e')`;
+
+const Q_SCHEMAS = `SELECT n.nspname AS name, obj_description(n.oid, 'pg_namespace') AS comment
+FROM pg_namespace n WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_namespace', 'n.oid')} ORDER BY 1`;
+
+const Q_EXTENSIONS = `SELECT e.extname AS name, n.nspname AS schema, e.extversion AS version
+FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname <> 'plpgsql' ORDER BY 1`;
+
+const Q_ENUMS = `SELECT n.nspname AS schema, t.typname AS name, obj_description(t.oid, 'pg_type') AS comment,
+  array_to_json(array_agg(e.enumlabel ORDER BY e.enumsortorder))::text AS labels
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_enum e ON e.enumtypid = t.oid
+WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
+GROUP BY n.nspname, t.typname, t.oid ORDER BY 1, 2`;
+
+const Q_SEQUENCES = `SELECT n.nspname AS schema, c.relname AS name, format_type(s.seqtypid, NULL) AS data_type,
+  s.seqstart AS start, s.seqincrement AS increment, s.seqmin AS min, s.seqmax AS max, s.seqcache AS cache,
+  s.seqcycle AS cycle, obj_description(c.oid, 'pg_class') AS comment,
+  (SELECT tn.nspname || '.' || tc.relname || '.' || a.attname FROM pg_depend d
+     JOIN pg_class tc ON tc.oid = d.refobjid JOIN pg_namespace tn ON tn.oid = tc.relnamespace
+     JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+   WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::regclass
+     AND d.deptype = 'a' LIMIT 1) AS owned_by
+FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'i')
+ORDER BY 1, 2`;
+
+const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS relkind,
+  c.relispartition AS is_partition, obj_description(c.oid, 'pg_class') AS comment,
+  CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS view_def
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+ORDER BY 2, 3`;
+
+const Q_COLUMNS = `SELECT a.attrelid::text AS oid, a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+  a.attnotnull AS not_null, pg_get_expr(d.adbin, d.adrelid) AS default_expr, a.attidentity AS identity,
+  a.attgenerated AS generated, col_description(a.attrelid, a.attnum) AS comment,
+  CASE WHEN a.attcollation <> t.typcollation THEN
+    CASE WHEN cn.nspname = 'pg_catalog' THEN quote_ident(co.collname) ELSE quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END
+  END AS collation
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+LEFT JOIN pg_collation co ON co.oid = a.attcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+WHERE c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND ${USER_SCHEMA}
+ORDER BY a.attrelid, a.attnum`;
+
+const Q_CONSTRAINTS = `SELECT co.conrelid::text AS oid, co.conname AS name, co.contype AS type,
+  pg_get_constraintdef(co.oid) AS def
+FROM pg_constraint co JOIN pg_class c ON c.oid = co.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
+ORDER BY co.conrelid, co.conname`;
+
+const Q_INDEXES = `SELECT i.indrelid::text AS oid, ci.relname AS name, pg_get_indexdef(i.indexrelid) AS def,
+  obj_description(ci.oid, 'pg_class') AS comment
+FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'r' AND ${USER_SCHEMA}
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint co WHERE co.conindid = i.indexrelid AND co.conrelid = i.indrelid AND co.contype IN ('p', 'u', 'x'))
+ORDER BY i.indrelid, ci.relname`;
+
+/** Objects the model does not manage, so they are reported and never dropped. */
+const Q_UNMANAGED = `SELECT 'function' AS kind, n.nspname AS schema, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+UNION ALL SELECT 'trigger', n.nspname, c.relname || '.' || tg.tgname FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT tg.tgisinternal AND ${USER_SCHEMA}
+UNION ALL SELECT CASE t.typtype WHEN 'd' THEN 'domain' ELSE 'type' END, n.nspname, t.typname FROM pg_type t
+  JOIN pg_namespace n ON n.oid = t.typnamespace
+  WHERE (t.typtype IN ('d', 'r', 'm') OR (t.typtype = 'c' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c')))
+    AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
+UNION ALL SELECT 'policy', n.nspname, c.relname || '.' || po.polname FROM pg_policy po JOIN pg_class c ON c.oid = po.polrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ${USER_SCHEMA}
+ORDER BY 1, 2, 3`;
+
+/** The catalog queries an inspection runs, whatever the number of tables. */
+export const CATALOG_QUERY_COUNT = 9;
+
+const RELKIND_UNMANAGED: Readonly<Record<string, string>> = {
+  p: 'partitioned table',
+  m: 'materialized view',
+  f: 'foreign table',
+};
+
+type Row = Record<string, unknown>;
+const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
+
+/** Reads the whole database (all user schemas) into a model. Runs inside the caller's transaction. */
+export async function inspectPostgres(session: Session): Promise<SchemaModel> {
+  await ensureParser();
+  const [schemas, extensions, enums, sequences, relations, columns, constraints, indexes, unmanaged] = [
+    (await session.query(Q_SCHEMAS)).rows,
+    (await session.query(Q_EXTENSIONS)).rows,
+    (await session.query(Q_ENUMS)).rows,
+    (await session.query(Q_SEQUENCES)).rows,
+    (await session.query(Q_RELATIONS)).rows,
+    (await session.query(Q_COLUMNS)).rows,
+    (await session.query(Q_CONSTRAINTS)).rows,
+    (await session.query(Q_INDEXES)).rows,
+    (await session.query(Q_UNMANAGED)).rows,
+  ];
+  return modelFromCatalog({
+    schemas,
+    extensions,
+    enums,
+    sequences,
+    relations,
+    columns,
+    constraints,
+    indexes,
+    unmanaged,
+  });
+}
+
+interface CatalogRows {
+  schemas: Row[];
+  extensions: Row[];
+  enums: Row[];
+  sequences: Row[];
+  relations: Row[];
+  columns: Row[];
+  constraints: Row[];
+  indexes: Row[];
+  unmanaged: Row[];
+}
+
+function groupBy(rows: Row[]): Map<string, Row[]> {
+  const m = new Map<string, Row[]>();
+  for (const r of rows) {
+    const k = str(r['oid']);
+    let list = m.get(k);
+    if (!list) m.set(k, (list = []));
+    list.push(r);
+  }
+  return m;
+}
+
+/** Turns catalog rows into DDL text and loads it with the desired-state builder. */
+function modelFromCatalog(c: CatalogRows): SchemaModel {
+  const b = new DesiredStateBuilder();
+  const out: string[] = [];
+  const comments: string[] = [];
+  const comment = (what: string, text: unknown) => {
+    if (text !== null && text !== undefined)
+      comments.push(`COMMENT ON ${what} IS ${quoteLiteral(String(text))};`);
+  };
+  for (const s of c.schemas) {
+    const name = str(s['name']);
+    if (name === DEFAULT_SCHEMA) continue;
+    out.push(`CREATE SCHEMA ${quoteIdent(name)};`);
+    comment(`SCHEMA ${quoteIdent(name)}`, s['comment']);
+  }
+  for (const e of c.extensions) {
+    out.push(
+      `CREATE EXTENSION ${quoteIdent(str(e['name']))} SCHEMA ${quoteIdent(str(e['schema']))} VERSION ${quoteLiteral(str(e['version']))};`,
+    );
+  }
+  for (const e of c.enums) {
+    const labels = JSON.parse(str(e['labels'])) as string[];
+    const q = quoteQualified(str(e['schema']), str(e['name']));
+    out.push(`CREATE TYPE ${q} AS ENUM (${labels.map(quoteLiteral).join(', ')});`);
+    comment(`TYPE ${q}`, e['comment']);
+  }
+  const cols = groupBy(c.columns);
+  const cons = groupBy(c.constraints);
+  const idx = groupBy(c.indexes);
+  const unmanaged: Unmanaged[] = c.unmanaged.map((u) => ({
+    kind: 'Unmanaged',
+    objectKind: str(u['kind']),
+    schema: str(u['schema']),
+    name: str(u['name']),
+  }));
+  const views: string[] = [];
+  for (const r of c.relations) {
+    const schema = str(r['schema']);
+    const name = str(r['name']);
+    const q = quoteQualified(schema, name);
+    const relkind = str(r['relkind']);
+    const oid = str(r['oid']);
+    if (RELKIND_UNMANAGED[relkind] !== undefined || r['is_partition'] === 't') {
+      unmanaged.push({
+        kind: 'Unmanaged',
+        objectKind: RELKIND_UNMANAGED[relkind] ?? 'partition',
+        schema,
+        name,
+      });
+      continue;
+    }
+    if (relkind === 'v') {
+      views.push(`CREATE VIEW ${q} AS ${str(r['view_def']).trim().replace(/;$/, '')};`);
+      comment(`VIEW ${q}`, r['comment']);
+      continue;
+    }
+    const elements: string[] = [];
+    for (const col of cols.get(oid) ?? []) {
+      const cq = quoteIdent(str(col['name']));
+      let def = `${cq} ${str(col['type'])}`;
+      if (col['collation'] !== null) def += ` COLLATE ${str(col['collation'])}`;
+      const identity = str(col['identity']);
+      const generated = str(col['generated']);
+      if (identity === 'a' || identity === 'd')
+        def += ` GENERATED ${identity === 'a' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`;
+      else if (generated === 's') def += ` GENERATED ALWAYS AS (${str(col['default_expr'])}) STORED`;
+      else if (col['default_expr'] !== null) def += ` DEFAULT ${str(col['default_expr'])}`;
+      if (col['not_null'] === 't') def += ' NOT NULL';
+      elements.push(def);
+      comment(`COLUMN ${q}.${cq}`, col['comment']);
+    }
+    for (const con of cons.get(oid) ?? []) {
+      if (str(con['type']) === 'x') {
+        unmanaged.push({
+          kind: 'Unmanaged',
+          objectKind: 'exclusion constraint',
+          schema,
+          name: `${name}.${str(con['name'])}`,
+        });
+        continue;
+      }
+      elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${str(con['def'])}`);
+    }
+    out.push(`CREATE TABLE ${q} (${elements.join(', ')});`);
+    comment(`TABLE ${q}`, r['comment']);
+    for (const i of idx.get(oid) ?? []) {
+      out.push(`${str(i['def'])};`);
+      comment(`INDEX ${quoteQualified(schema, str(i['name']))}`, i['comment']);
+    }
+  }
+  for (const s of c.sequences) {
+    const q = quoteQualified(str(s['schema']), str(s['name']));
+    out.push(
+      `CREATE SEQUENCE ${q} AS ${str(s['data_type'])} INCREMENT BY ${str(s['increment'])} MINVALUE ${str(s['min'])} MAXVALUE ${str(s['max'])} START WITH ${str(s['start'])} CACHE ${str(s['cache'])} ${s['cycle'] === 't' ? '' : 'NO '}CYCLE;`,
+    );
+    const owner = s['owned_by'];
+    if (owner !== null) {
+      const [os, ot, ...oc] = str(owner).split('.');
+      out.push(
+        `ALTER SEQUENCE ${q} OWNED BY ${quoteQualified(os ?? '', ot ?? '')}.${quoteIdent(oc.join('.'))};`,
+      );
+    }
+    comment(`SEQUENCE ${q}`, s['comment']);
+  }
+  const script = [...out, ...views, ...comments].join('\n');
+  for (const stmt of parseStatements(script, 'catalog')) {
+    try {
+      b.addStatement(stmt);
+    } catch (error) {
+      if (error instanceof DesiredStateError)
+        throw new DesiredStateError(`reading the live database: ${error.message}`);
+      throw error;
+    }
+  }
+  for (const u of unmanaged) b.addUnmanaged(u);
+  return b.build();
+}
+
+/** What to read of a table's rows: its key and the declared columns that exist live. */
+export interface RowRequest {
+  readonly schema: string;
+  readonly table: string;
+  readonly key: readonly string[];
+  readonly columns: readonly string[];
+}
+
+/** Reads declared row sets, one query per managed table; values come back as text. */
+export async function readRows(
+  session: Session,
+  live: SchemaModel,
+  requests: readonly RowRequest[],
+): Promise<RowSet[]> {
+  const out: RowSet[] = [];
+  for (const r of requests) {
+    const t = live.tables.find((x) => x.schema === r.schema && x.name === r.table);
+    if (!t) continue;
+    const columns = r.columns.filter((c) => t.columns.some((x) => x.name === c));
+    if (!r.key.every((k) => columns.includes(k))) continue;
+    const list = columns.map((c) => `${quoteIdent(c)}::text AS ${quoteIdent(c)}`).join(', ');
+    const order = r.key.map((k) => quoteIdent(k)).join(', ');
+    const res = await session.query(
+      `SELECT ${list} FROM ${quoteQualified(r.schema, r.table)} ORDER BY ${order}`,
+    );
+    out.push({
+      kind: 'RowSet',
+      schema: r.schema,
+      table: r.table,
+      key: r.key,
+      columns,
+      rows: res.rows.map(toRowValues),
+    });
+  }
+  return out;
+}
+
+function toRowValues(r: Row): RowValues {
+  const v: Record<string, string | null> = {};
+  for (const [k, x] of Object.entries(r)) v[k] = x === null || x === undefined ? null : String(x);
+  return v;
+}
+
+/**
+ * Desired row values are literals as written (`1.5`, `'t'`); the database spells them canonically when
+ * cast through the live column type, so the comparison is the database's, not a guess. One query a table.
+ */
+export async function normaliseRowValues(session: Session, table: Table, rows: RowSet): Promise<RowSet> {
+  if (rows.rows.length === 0) return rows;
+  const castable = rows.columns.filter((c) => table.columns.some((x) => x.name === c));
+  const params: (string | null)[] = [];
+  const values = rows.rows.map(
+    (row) =>
+      `(${castable
+        .map((c) => {
+          params.push(row[c] ?? null);
+          return `$${params.length}::text`;
+        })
+        .join(', ')})`,
+  );
+  const alias = castable.map((_, i) => `c${i}`).join(', ');
+  const select = castable.map((c, i) => {
+    const col = table.columns.find((x) => x.name === c);
+    return col ? `(v.c${i})::${renderType(col.type)}::text` : `v.c${i}`;
+  });
+  const res = await session.query(
+    `SELECT ${select.map((s, i) => `${s} AS c${i}`).join(', ')} FROM (VALUES ${values.join(', ')}) AS v(${alias})`,
+    params,
+  );
+  const normalised = rows.rows.map((row, ri) => {
+    const r = res.rows[ri] ?? {};
+    const out: Record<string, string | null> = { ...row };
+    castable.forEach((c, i) => {
+      const v = r[`c${i}`];
+      out[c] = v === null || v === undefined ? null : String(v);
+    });
+    return out;
+  });
+  return { ...rows, rows: normalised };
+}

@@ -1,0 +1,275 @@
+/**
+ * The one PostgreSQL normaliser. Desired SQL and the catalog's own deparsed text (pg_get_expr,
+ * pg_get_indexdef, pg_get_constraintdef, pg_get_viewdef, format_type) are parsed by the same real
+ * PostgreSQL grammar and reduced here to canonical forms, so equal meaning gives equal keys.
+ */
+import { deparseSync } from 'pgsql-deparser';
+import type { Expr, TypeRef } from '../model.ts';
+import { DEFAULT_SCHEMA } from '../model.ts';
+
+/** A node of libpg-query's JSON AST: `{ NodeType: { ...fields } }` or a bare field record. */
+export type AstNode = Record<string, unknown>;
+
+export function isRecord(x: unknown): x is AstNode {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** `{String: {sval}}` list → strings. */
+export function names(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((n) => {
+    if (isRecord(n) && isRecord(n['String'])) return String(n['String']['sval'] ?? '');
+    return '';
+  });
+}
+
+/** The value of an A_Const as text, or null for NULL. */
+export function constText(c: AstNode): string | null {
+  if (c['isnull'] === true) return null;
+  if (isRecord(c['ival'])) return String(c['ival']['ival'] ?? 0);
+  if (isRecord(c['fval'])) return String(c['fval']['fval'] ?? '0');
+  if (isRecord(c['sval'])) return String(c['sval']['sval'] ?? '');
+  if (isRecord(c['boolval'])) return c['boolval']['boolval'] === true ? 'true' : 'false';
+  if (isRecord(c['bsval'])) return String(c['bsval']['bsval'] ?? '');
+  return null;
+}
+
+const DROPPED_FIELDS = new Set(['location', 'stmt_location', 'stmt_len']);
+
+/** Built-in type names as format_type prints them, keyed by the parser's internal names. */
+const BUILTIN_TYPES: Readonly<Record<string, string>> = {
+  int2: 'smallint',
+  int4: 'integer',
+  int8: 'bigint',
+  float4: 'real',
+  float8: 'double precision',
+  bool: 'boolean',
+  varchar: 'character varying',
+  bpchar: 'character',
+  timestamp: 'timestamp without time zone',
+  timestamptz: 'timestamp with time zone',
+  time: 'time without time zone',
+  timetz: 'time with time zone',
+  varbit: 'bit varying',
+  numeric: 'numeric',
+  decimal: 'numeric',
+  interval: 'interval',
+  bit: 'bit',
+  // Names a user may write that the grammar does not rewrite, in their format_type spelling.
+  int: 'integer',
+  integer: 'integer',
+  smallint: 'smallint',
+  bigint: 'bigint',
+  real: 'real',
+  boolean: 'boolean',
+  text: 'text',
+  bytea: 'bytea',
+  date: 'date',
+  uuid: 'uuid',
+  json: 'json',
+  jsonb: 'jsonb',
+  xml: 'xml',
+  inet: 'inet',
+  cidr: 'cidr',
+  macaddr: 'macaddr',
+  macaddr8: 'macaddr8',
+  money: 'money',
+  tsvector: 'tsvector',
+  tsquery: 'tsquery',
+  oid: 'oid',
+  point: 'point',
+  line: 'line',
+  lseg: 'lseg',
+  box: 'box',
+  path: 'path',
+  polygon: 'polygon',
+  circle: 'circle',
+  int4range: 'int4range',
+  int8range: 'int8range',
+  numrange: 'numrange',
+  tsrange: 'tsrange',
+  tstzrange: 'tstzrange',
+  daterange: 'daterange',
+  regclass: 'regclass',
+  name: 'name',
+  char: 'character',
+  character: 'character',
+  'character varying': 'character varying',
+  'double precision': 'double precision',
+};
+
+export const SERIAL_TYPES: Readonly<Record<string, string>> = {
+  smallserial: 'smallint',
+  serial2: 'smallint',
+  serial: 'integer',
+  serial4: 'integer',
+  bigserial: 'bigint',
+  serial8: 'bigint',
+};
+
+function typmodText(mods: unknown): string[] {
+  if (!Array.isArray(mods)) return [];
+  return mods.map((m) => {
+    if (isRecord(m) && isRecord(m['A_Const'])) return constText(m['A_Const']) ?? '';
+    if (isRecord(m) && isRecord(m['ColumnRef'])) return names(m['ColumnRef']['fields']).join('.');
+    return '';
+  });
+}
+
+/** A parser TypeName → canonical TypeRef (format_type spelling for built-ins, schema-qualified otherwise). */
+export function typeRefFromAst(typeName: AstNode): { type: TypeRef; serial: boolean } {
+  const parts = names(typeName['names']);
+  const array = Array.isArray(typeName['arrayBounds']) && typeName['arrayBounds'].length > 0;
+  let mods = typmodText(typeName['typmods']);
+  let schema: string | undefined;
+  let name: string;
+  if (parts.length === 2 && parts[0] === 'pg_catalog') {
+    name = parts[1] ?? '';
+  } else if (parts.length >= 2) {
+    schema = parts[parts.length - 2];
+    name = parts[parts.length - 1] ?? '';
+  } else {
+    name = parts[0] ?? '';
+  }
+  let serial = false;
+  if (schema === undefined) {
+    const serialBase = SERIAL_TYPES[name];
+    if (serialBase !== undefined) {
+      serial = true;
+      name = serialBase;
+    }
+    const builtin = BUILTIN_TYPES[name];
+    if (builtin !== undefined) name = builtin;
+    else schema = DEFAULT_SCHEMA;
+  }
+  if (schema === undefined && name === 'numeric' && mods.length === 1) mods = [mods[0] ?? '', '0'];
+  return {
+    type: {
+      ...(schema === undefined ? {} : { schema }),
+      name,
+      mods: mods.length > 0 ? `(${mods.join(',')})` : '',
+      array,
+    },
+    serial,
+  };
+}
+
+/** Strips positions and rewrites equivalent spellings into one. The result is only ever compared. */
+function canon(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(canon);
+  if (!isRecord(node)) return node;
+  if (isRecord(node['TypeCast'])) {
+    // The catalog adds casts to constants and columns (`(0)::numeric`, `(name)::text`); the meaning a
+    // declaration compares on is the same without them.
+    return canon(node['TypeCast']['arg']);
+  }
+  if (isRecord(node['A_Const'])) {
+    const c = node['A_Const'];
+    if (c['isnull'] === true) return { A_Const: { isnull: true } };
+    if (isRecord(c['boolval'])) return { A_Const: { boolval: c['boolval']['boolval'] === true } };
+    return { A_Const: { v: constText(c) } };
+  }
+  if (isRecord(node['A_Expr'])) {
+    const e = node['A_Expr'];
+    const kind = e['kind'];
+    const op = names(e['name'])[0] ?? '';
+    const rexpr = e['rexpr'];
+    const list = Array.isArray(rexpr)
+      ? rexpr
+      : isRecord(rexpr) && isRecord(rexpr['List'])
+        ? (rexpr['List']['items'] as unknown[])
+        : undefined;
+    if (kind === 'AEXPR_IN' && list) {
+      return canon({
+        A_Expr: {
+          kind: op === '=' ? 'AEXPR_OP_ANY' : 'AEXPR_OP_ALL',
+          name: e['name'],
+          lexpr: e['lexpr'],
+          rexpr: { A_ArrayExpr: { elements: list } },
+        },
+      });
+    }
+    if ((kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') && list) {
+      const [lo, hi] = list;
+      const not = kind === 'AEXPR_NOT_BETWEEN';
+      const cmp = (o: string, r: unknown) => ({
+        A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: o } }], lexpr: e['lexpr'], rexpr: r },
+      });
+      return canon({
+        BoolExpr: {
+          boolop: not ? 'OR_EXPR' : 'AND_EXPR',
+          args: [cmp(not ? '<' : '>=', lo), cmp(not ? '>' : '<=', hi)],
+        },
+      });
+    }
+    if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
+      return canon({ A_Expr: { ...e, kind: 'AEXPR_OP' } });
+    }
+  }
+  if (isRecord(node['BoolExpr'])) {
+    // Flatten nested AND/OR so parenthesisation does not matter.
+    const b = node['BoolExpr'];
+    const op = b['boolop'];
+    const args: unknown[] = [];
+    for (const a of (b['args'] as unknown[]) ?? []) {
+      const ca = canon(a);
+      if (op !== 'NOT_EXPR' && isRecord(ca) && isRecord(ca['BoolExpr']) && ca['BoolExpr']['boolop'] === op) {
+        args.push(...(ca['BoolExpr']['args'] as unknown[]));
+      } else args.push(ca);
+    }
+    return { BoolExpr: { boolop: op, args } };
+  }
+  if (isRecord(node['FuncCall'])) {
+    const f = node['FuncCall'];
+    const fn = names(f['funcname']);
+    const bare = fn[0] === 'pg_catalog' ? fn.slice(1) : fn;
+    const out: AstNode = {};
+    for (const [k, v] of Object.entries(f)) {
+      if (k === 'funcname' || k === 'funcformat' || DROPPED_FIELDS.has(k)) continue;
+      out[k] = canon(v);
+    }
+    out['funcname'] = bare.map((s) => s.toLowerCase());
+    return { FuncCall: out };
+  }
+  const out: AstNode = {};
+  for (const key of Object.keys(node).sort()) {
+    if (DROPPED_FIELDS.has(key)) continue;
+    out[key] = canon(node[key]);
+  }
+  return out;
+}
+
+export function canonicalKey(node: unknown): string {
+  return JSON.stringify(canon(node));
+}
+
+export function deparseNode(node: unknown): string {
+  return deparseSync(node as never, { pretty: false } as never).trim();
+}
+
+export function exprFromAst(node: unknown): Expr {
+  return { text: deparseNode(node), key: canonicalKey(node) };
+}
+
+/** Every identifier is quoted: `"..."` with inner quotes doubled. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+export function quoteQualified(schema: string, name: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(name)}`;
+}
+
+export function quoteLiteral(value: string): string {
+  // E'' is not needed: standard_conforming_strings is on in every supported server.
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+/** The SQL spelling of a type, quoting user-defined names. */
+export function renderType(t: TypeRef): string {
+  const arr = t.array ? '[]' : '';
+  if (t.schema !== undefined) return `${quoteQualified(t.schema, t.name)}${t.mods}${arr}`;
+  const zone = /^(timestamp|time) (with(?:out)? time zone)$/.exec(t.name);
+  if (zone && t.mods !== '') return `${zone[1]}${t.mods} ${zone[2]}${arr}`;
+  return `${t.name}${t.mods}${arr}`;
+}

@@ -1,0 +1,192 @@
+/**
+ * Renders typed changes as PostgreSQL statements. Every identifier is quoted. One function per change kind,
+ * keyed by the kind, so a new kind does not compile until it can be rendered.
+ */
+import type { Change, ChangeKind, CommentTarget } from '../changes.ts';
+import type { Column, Constraint, FkAction, Index, RowValues, Sequence } from '../model.ts';
+import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+
+type RendererTable = { [K in ChangeKind]: (c: Extract<Change, { kind: K }>) => string[] };
+
+const SERIAL_NAME: Readonly<Record<string, string>> = {
+  smallint: 'smallserial',
+  integer: 'serial',
+  bigint: 'bigserial',
+};
+
+export function columnDefinition(c: Column): string {
+  let sql = `${quoteIdent(c.name)} ${c.serial && c.type.schema === undefined ? (SERIAL_NAME[c.type.name] ?? renderType(c.type)) : renderType(c.type)}`;
+  if (c.collation !== undefined) sql += ` COLLATE ${quoteIdent(c.collation)}`;
+  if (c.identity !== undefined)
+    sql += ` GENERATED ${c.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`;
+  else if (c.generated !== undefined) sql += ` GENERATED ALWAYS AS (${c.generated.text}) STORED`;
+  else if (c.default !== undefined) sql += ` DEFAULT ${c.default.text}`;
+  if (c.notNull && c.identity === undefined && !c.serial) sql += ' NOT NULL';
+  return sql;
+}
+
+const cols = (list: readonly string[]) => list.map(quoteIdent).join(', ');
+const action = (a: FkAction) => a.toUpperCase();
+
+export function constraintDefinition(c: Constraint): string {
+  const named = c.name === undefined ? '' : `CONSTRAINT ${quoteIdent(c.name)} `;
+  const defer = (d: boolean, i: boolean) => (d ? ` DEFERRABLE${i ? ' INITIALLY DEFERRED' : ''}` : '');
+  switch (c.kind) {
+    case 'PrimaryKey':
+      return `${named}PRIMARY KEY (${cols(c.columns)})`;
+    case 'Unique':
+      return `${named}UNIQUE${c.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''} (${cols(c.columns)})${defer(c.deferrable, c.initiallyDeferred)}`;
+    case 'Check':
+      return `${named}CHECK (${c.expression.text})`;
+    case 'ForeignKey':
+      return (
+        `${named}FOREIGN KEY (${cols(c.columns)}) REFERENCES ${quoteQualified(c.refSchema, c.refTable)} (${cols(c.refColumns)})` +
+        `${c.matchFull ? ' MATCH FULL' : ''} ON UPDATE ${action(c.onUpdate)} ON DELETE ${action(c.onDelete)}${defer(c.deferrable, c.initiallyDeferred)}`
+      );
+  }
+}
+
+function indexDefinition(table: string, i: Index): string {
+  const keys = i.keys.map((k) => {
+    let s = k.column !== undefined ? quoteIdent(k.column) : `(${k.expression?.text ?? ''})`;
+    if (k.collation !== undefined) s += ` COLLATE ${quoteIdent(k.collation)}`;
+    if (k.opclass !== undefined) s += ` ${quoteIdent(k.opclass)}`;
+    if (k.descending) s += ' DESC';
+    if (k.nulls !== undefined) s += ` NULLS ${k.nulls.toUpperCase()}`;
+    return s;
+  });
+  return (
+    `CREATE ${i.unique ? 'UNIQUE ' : ''}INDEX ${i.name === undefined ? '' : quoteIdent(i.name) + ' '}ON ${table} USING ${quoteIdent(i.method)} (${keys.join(', ')})` +
+    `${i.include.length > 0 ? ` INCLUDE (${cols(i.include)})` : ''}${i.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''}${i.where !== undefined ? ` WHERE (${i.where.text})` : ''}`
+  );
+}
+
+function sequenceOptions(s: Sequence): string {
+  return `AS ${s.dataType} INCREMENT BY ${s.increment} MINVALUE ${s.min} MAXVALUE ${s.max} START WITH ${s.start} CACHE ${s.cache} ${s.cycle ? '' : 'NO '}CYCLE`;
+}
+
+function ownedBy(s: Sequence): string {
+  if (s.ownedBy === undefined) return 'OWNED BY NONE';
+  const [schema, table, ...column] = s.ownedBy.split('.');
+  return `OWNED BY ${quoteQualified(schema ?? '', table ?? '')}.${quoteIdent(column.join('.'))}`;
+}
+
+function commentTarget(t: CommentTarget): string {
+  if (t.objectType === 'SCHEMA') return `SCHEMA ${quoteIdent(t.name)}`;
+  if (t.objectType === 'COLUMN')
+    return `COLUMN ${quoteQualified(t.schema, t.name)}.${quoteIdent(t.column ?? '')}`;
+  return `${t.objectType} ${quoteQualified(t.schema, t.name)}`;
+}
+
+const value = (v: string | null | undefined) => (v === null || v === undefined ? 'NULL' : quoteLiteral(v));
+const whereKey = (key: readonly string[], row: RowValues) =>
+  key.map((k) => `${quoteIdent(k)} = ${value(row[k])}`).join(' AND ');
+
+const RENDER: RendererTable = {
+  CreateSchema: (c) => [
+    `CREATE SCHEMA ${quoteIdent(c.schema)}`,
+    ...(c.comment !== undefined
+      ? [`COMMENT ON SCHEMA ${quoteIdent(c.schema)} IS ${quoteLiteral(c.comment)}`]
+      : []),
+  ],
+  DropSchema: (c) => [`DROP SCHEMA ${quoteIdent(c.schema)}`],
+  CreateExtension: (c) => [
+    `CREATE EXTENSION IF NOT EXISTS ${quoteIdent(c.extension.name)}${c.extension.schema !== undefined ? ` SCHEMA ${quoteIdent(c.extension.schema)}` : ''}${c.extension.version !== undefined ? ` VERSION ${quoteLiteral(c.extension.version)}` : ''}`,
+  ],
+  UpdateExtension: (c) => [
+    `ALTER EXTENSION ${quoteIdent(c.extension.name)} UPDATE TO ${quoteLiteral(c.extension.version ?? '')}`,
+  ],
+  DropExtension: (c) => [`DROP EXTENSION ${quoteIdent(c.extension.name)}`],
+  CreateEnum: (c) => [
+    `CREATE TYPE ${quoteQualified(c.type.schema, c.type.name)} AS ENUM (${c.type.values.map(quoteLiteral).join(', ')})`,
+  ],
+  AddEnumValue: (c) => [
+    `ALTER TYPE ${quoteQualified(c.type.schema, c.type.name)} ADD VALUE ${quoteLiteral(c.value)}${c.after !== undefined ? ` AFTER ${quoteLiteral(c.after)}` : c.before !== undefined ? ` BEFORE ${quoteLiteral(c.before)}` : ''}`,
+  ],
+  DropEnum: (c) => [`DROP TYPE ${quoteQualified(c.type.schema, c.type.name)}`],
+  CreateSequence: (c) => [
+    `CREATE SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${sequenceOptions(c.sequence)}`,
+    ...(c.sequence.ownedBy !== undefined
+      ? [`ALTER SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${ownedBy(c.sequence)}`]
+      : []),
+  ],
+  AlterSequence: (c) => [
+    `ALTER SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${sequenceOptions(c.sequence)} ${ownedBy(c.sequence)}`,
+  ],
+  DropSequence: (c) => [`DROP SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)}`],
+  CreateTable: (c) => {
+    const parts = [
+      ...c.table.columns.map(columnDefinition),
+      ...c.table.constraints.map(constraintDefinition),
+    ];
+    return [`CREATE TABLE ${quoteQualified(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)`];
+  },
+  DropTable: (c) => [`DROP TABLE ${quoteQualified(c.table.schema, c.table.name)}`],
+  AddColumn: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ADD COLUMN ${columnDefinition(c.column)}`,
+  ],
+  DropColumn: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} DROP COLUMN ${quoteIdent(c.column.name)}`,
+  ],
+  AlterColumnType: (c) => {
+    const t = renderType(c.column.type);
+    const coll = c.column.collation !== undefined ? ` COLLATE ${quoteIdent(c.column.collation)}` : '';
+    return [
+      `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} TYPE ${t}${coll} USING ${quoteIdent(c.column.name)}::${t}`,
+    ];
+  },
+  SetNotNull: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET NOT NULL`,
+  ],
+  DropNotNull: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP NOT NULL`,
+  ],
+  SetDefault: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET DEFAULT ${c.column.default?.text ?? 'NULL'}`,
+  ],
+  DropDefault: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP DEFAULT`,
+  ],
+  AddIdentity: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} ADD GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`,
+  ],
+  SetIdentity: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'}`,
+  ],
+  DropIdentity: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP IDENTITY`,
+  ],
+  AddConstraint: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ADD ${constraintDefinition(c.constraint)}`,
+  ],
+  DropConstraint: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} DROP CONSTRAINT ${quoteIdent(c.constraint.name ?? '')}`,
+  ],
+  CreateIndex: (c) => [indexDefinition(quoteQualified(c.table.schema, c.table.name), c.index)],
+  DropIndex: (c) => [`DROP INDEX ${quoteQualified(c.table.schema, c.index.name ?? '')}`],
+  CreateView: (c) => [
+    `CREATE VIEW ${quoteQualified(c.view.schema, c.view.name)} AS ${c.view.definition.text}`,
+  ],
+  DropView: (c) => [`DROP VIEW ${quoteQualified(c.view.schema, c.view.name)}`],
+  SetComment: (c) => [
+    `COMMENT ON ${commentTarget(c.target)} IS ${c.comment === undefined ? 'NULL' : quoteLiteral(c.comment)}`,
+  ],
+  InsertRow: (c) => {
+    const names = Object.keys(c.row);
+    return [
+      `INSERT INTO ${quoteQualified(c.table.schema, c.table.name)} (${cols(names)})${c.overridingSystemValue ? ' OVERRIDING SYSTEM VALUE' : ''} VALUES (${names.map((n) => value(c.row[n])).join(', ')})`,
+    ];
+  },
+  UpdateRow: (c) => [
+    `UPDATE ${quoteQualified(c.table.schema, c.table.name)} SET ${c.set.map((s) => `${quoteIdent(s)} = ${value(c.row[s])}`).join(', ')} WHERE ${whereKey(c.key, c.row)}`,
+  ],
+  DeleteRow: (c) => [
+    `DELETE FROM ${quoteQualified(c.table.schema, c.table.name)} WHERE ${whereKey(c.key, c.row)}`,
+  ],
+  Unsupported: () => [],
+};
+
+export function renderPostgres(change: Change): string[] {
+  const fn = RENDER[change.kind] as (c: Change) => string[];
+  return fn(change);
+}

@@ -1,0 +1,425 @@
+/**
+ * The schema engine's operations: inspect, plan, apply, drift. Long operations resolve to a result object
+ * (outcome + details) rather than throwing for expected outcomes; invalid input and unreachable databases
+ * throw errors whose messages name the object and the fix and never carry a credential.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClassifiedChange, DriftCategory, Severity } from './changes.ts';
+import { changedTable } from './changes.ts';
+import { classifyAll, driftCategory } from './classify.ts';
+import { canonicalJson, digestOf } from './canonical-json.ts';
+import type { SchemaDialect, Session } from './dialect.ts';
+import { diffModels } from './diff.ts';
+import type { RowSet, SchemaModel } from './model.ts';
+import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
+import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from './plan-file.ts';
+import { excludeObjects, protectedMatcher } from './scope.ts';
+import { DatabaseError } from './pg/pg-adapter.ts';
+import { postgresDialect } from './pg/pg-dialect.ts';
+
+export class DesiredSourceError extends Error {
+  override readonly name = 'DesiredSourceError';
+}
+
+export function dialectFor(name: 'postgres' | 'mysql'): SchemaDialect {
+  if (name === 'postgres') return postgresDialect;
+  throw new DesiredSourceError(
+    'the mysql dialect of the schema engine is not available yet; use a postgres:// URL',
+  );
+}
+
+/** Reads `.sql` files: each path is a file or a directory searched recursively, files in name order. */
+export function readDesiredFiles(paths: readonly string[]): { path: string; sql: string }[] {
+  const out: { path: string; sql: string }[] = [];
+  const walk = (p: string) => {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      throw new DesiredSourceError(
+        `desired state ${p} does not exist; pass a .sql file or a directory of them`,
+      );
+    }
+    if (st.isDirectory()) {
+      for (const e of readdirSync(p).sort()) {
+        const child = join(p, e);
+        if (statSync(child).isDirectory() || e.endsWith('.sql')) walk(child);
+      }
+    } else out.push({ path: p, sql: readFileSync(p, 'utf8') });
+  };
+  for (const p of paths) walk(p);
+  if (out.length === 0) throw new DesiredStateMissing();
+  return out;
+}
+
+class DesiredStateMissing extends DesiredSourceError {
+  constructor() {
+    super('no desired state: pass --desired FILE.sql or a directory containing .sql files');
+  }
+}
+
+export interface DesiredSource {
+  readonly files: readonly { path: string; sql: string }[];
+  /** A scratch database where the SQL is applied (in a rolled-back transaction) and inspected. */
+  readonly devUrl?: string;
+}
+
+export interface ScopeOptions {
+  readonly exclude?: readonly string[];
+  readonly protectedTables?: readonly string[];
+}
+
+interface LiveState {
+  readonly model: SchemaModel;
+  readonly rows: RowSet[];
+  readonly fingerprint: string;
+}
+
+async function run(session: Session, statements: readonly string[]): Promise<void> {
+  for (const s of statements) await session.query(s);
+}
+
+/** The live state a plan is computed against: whole database plus the managed rows, fingerprinted. */
+async function observe(
+  dialect: SchemaDialect,
+  session: Session,
+  managed: readonly ManagedRows[],
+): Promise<LiveState> {
+  const model = await dialect.inspect(session);
+  const rows = await dialect.readRows(session, model, managed);
+  return { model, rows, fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model, rows })) };
+}
+
+async function loadDesired(dialect: SchemaDialect, source: DesiredSource): Promise<SchemaModel> {
+  const parsed = await dialect.loadDesired(source.files);
+  if (source.devUrl === undefined) return parsed;
+  const dev = await dialect.connect(source.devUrl);
+  try {
+    await run(dev, ['BEGIN']);
+    for (const f of source.files) {
+      try {
+        await dev.query(f.sql);
+      } catch (error) {
+        const e = error as DatabaseError;
+        throw new DesiredSourceError(
+          `${f.path}: the dev database rejected the desired SQL (SQLSTATE ${e.sqlstate ?? 'unknown'}): ${e.message}`,
+        );
+      }
+    }
+    const inspected = await dialect.inspect(dev);
+    return { ...inspected, rows: parsed.rows };
+  } finally {
+    await dev.query('ROLLBACK').catch(() => undefined);
+    await dev.close();
+  }
+}
+
+function managedRowsOf(desired: SchemaModel): ManagedRows[] {
+  return [...desired.rows]
+    .map((r) => ({ schema: r.schema, table: r.table, key: [...r.key], columns: [...r.columns] }))
+    .sort((a, b) => canonicalJson([a.schema, a.table]).localeCompare(canonicalJson([b.schema, b.table])));
+}
+
+export interface InspectResult {
+  readonly dialect: string;
+  readonly fingerprint: string;
+  readonly model: SchemaModel;
+  readonly roundTrips: number;
+}
+
+export async function inspect(
+  url: string,
+  dialect: SchemaDialect,
+  scope: ScopeOptions = {},
+): Promise<InspectResult> {
+  const session = await dialect.connect(url);
+  try {
+    await run(session, dialect.beginReadOnly());
+    const live = await observe(dialect, session, []);
+    await session.query('COMMIT');
+    return {
+      dialect: dialect.name,
+      fingerprint: live.fingerprint,
+      model: excludeObjects(live.model, scope.exclude ?? []),
+      roundTrips: session.roundTrips,
+    };
+  } finally {
+    await session.close();
+  }
+}
+
+export interface Refusal {
+  readonly reason: string;
+  readonly table?: string;
+}
+
+export interface PlanResult {
+  readonly outcome: 'changes' | 'no_changes' | 'refused';
+  readonly dialect: string;
+  readonly changes: readonly ClassifiedChange[];
+  /** The plan document and its exact bytes; absent when refused. */
+  readonly plan?: PlanDocument;
+  readonly bytes?: string;
+  readonly digest?: string;
+  readonly refusal?: Refusal;
+  readonly roundTrips: number;
+}
+
+/** Computes desired-vs-live changes inside an open read-only snapshot. */
+async function computeChanges(
+  dialect: SchemaDialect,
+  session: Session,
+  desiredAll: SchemaModel,
+  scope: ScopeOptions,
+): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
+  const exclude = scope.exclude ?? [];
+  const desired = excludeObjects(desiredAll, exclude);
+  const managed = managedRowsOf(desired);
+  const live = await observe(dialect, session, managed);
+  const liveScoped = excludeObjects(live.model, exclude);
+  // Declared values are spelled as the database would store them before they are compared.
+  const rows: RowSet[] = [];
+  for (const r of desired.rows) {
+    const t = live.model.tables.find((x) => x.schema === r.schema && x.name === r.table);
+    rows.push(t ? await dialect.normaliseRows(session, t, r) : r);
+  }
+  const desiredNorm: SchemaModel = { ...desired, rows };
+  const changes = classifyAll(diffModels({ from: liveScoped, to: desiredNorm, liveRows: live.rows }));
+  return { live, desired: desiredNorm, changes };
+}
+
+export async function plan(
+  url: string,
+  dialect: SchemaDialect,
+  source: DesiredSource,
+  scope: ScopeOptions = {},
+): Promise<PlanResult> {
+  const desiredAll = await loadDesired(dialect, source);
+  const session = await dialect.connect(url);
+  try {
+    await run(session, dialect.beginReadOnly());
+    const { live, desired, changes } = await computeChanges(dialect, session, desiredAll, scope);
+    await session.query('COMMIT');
+    const base = { dialect: dialect.name, changes, roundTrips: session.roundTrips };
+    const unsupported = changes.filter((c) => c.kind === 'Unsupported');
+    if (unsupported.length > 0) {
+      return {
+        ...base,
+        outcome: 'refused',
+        refusal: { reason: unsupported.map((c) => c.classification.reason).join('; ') },
+      };
+    }
+    const isProtected = protectedMatcher(scope.protectedTables ?? []);
+    for (const c of changes) {
+      const t = changedTable(c);
+      const hit = t && isProtected(t.schema, t.name);
+      if (t && hit) {
+        return {
+          ...base,
+          outcome: 'refused',
+          refusal: {
+            table: `${t.schema}.${t.name}`,
+            reason: `table ${t.schema}.${t.name} is protected (--protected-table ${hit}) and the plan would change it (${c.classification.reason}); remove it from the protected tables or write the change as a migration`,
+          },
+        };
+      }
+    }
+    const statements: PlanStatement[] = changes.flatMap((c) =>
+      dialect
+        .render(c)
+        .map((sql) => ({ sql, severity: c.classification.severity, reason: c.classification.reason })),
+    );
+    const doc: PlanDocument = {
+      format_version: PLAN_FORMAT_VERSION,
+      dialect: dialect.name,
+      from_fingerprint: live.fingerprint,
+      to_fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model: { ...desired, rows: [] } })),
+      destructive: changes.some((c) => c.classification.destructive),
+      statements,
+      managed_rows: managedRowsOf(desired),
+      rows_fingerprint: digestOf(
+        canonicalJson(desired.rows.map((r) => ({ schema: r.schema, table: r.table, rows: r.rows }))),
+      ),
+    };
+    const bytes = serialisePlan(doc);
+    return {
+      ...base,
+      outcome: statements.length > 0 ? 'changes' : 'no_changes',
+      plan: doc,
+      bytes,
+      digest: digestOf(bytes),
+    };
+  } finally {
+    await session.close();
+  }
+}
+
+export interface ApplyFailure {
+  /** 1-based position of the failing statement in the plan. */
+  readonly position: number;
+  readonly sqlstate?: string;
+  readonly message: string;
+}
+
+export interface ApplyResult {
+  readonly outcome: 'applied' | 'validated' | 'stale' | 'failed' | 'uncertain';
+  readonly digest: string;
+  readonly dialect: string;
+  readonly statements: readonly PlanStatement[];
+  readonly destructive: boolean;
+  readonly failure?: ApplyFailure;
+  readonly expectedFingerprint?: string;
+  readonly actualFingerprint?: string;
+  readonly roundTrips: number;
+}
+
+export interface ApplyOptions {
+  readonly dryRun?: boolean;
+  readonly lockTimeoutMs?: number;
+}
+
+/** Validates plan bytes and (unless a dry run) applies them in one transaction. */
+export async function applyPlan(
+  url: string | undefined,
+  bytes: Uint8Array,
+  options: ApplyOptions = {},
+): Promise<ApplyResult> {
+  const { plan: doc, digest } = readPlan(bytes);
+  const dialect = dialectFor(
+    doc.dialect === 'mysql'
+      ? 'mysql'
+      : doc.dialect === 'postgres'
+        ? 'postgres'
+        : (() => {
+            throw new DesiredSourceError(`the plan's dialect "${doc.dialect}" is not supported`);
+          })(),
+  );
+  const base = { digest, dialect: doc.dialect, statements: doc.statements, destructive: doc.destructive };
+  if (options.dryRun) return { ...base, outcome: 'validated', roundTrips: 0 };
+  if (url === undefined) throw new DesiredSourceError('no database URL: pass --url or set PTAH_DB_URL');
+  const session = await dialect.connect(url);
+  let committing = false;
+  try {
+    await run(session, dialect.beginApply(options.lockTimeoutMs ?? 10_000));
+    const live = await observe(dialect, session, doc.managed_rows);
+    if (live.fingerprint !== doc.from_fingerprint) {
+      await session.query('ROLLBACK');
+      return {
+        ...base,
+        outcome: 'stale',
+        expectedFingerprint: doc.from_fingerprint,
+        actualFingerprint: live.fingerprint,
+        roundTrips: session.roundTrips,
+      };
+    }
+    for (let i = 0; i < doc.statements.length; i++) {
+      try {
+        await session.query(doc.statements[i]?.sql ?? '');
+      } catch (error) {
+        const e = error as DatabaseError;
+        await session.query('ROLLBACK').catch(() => undefined);
+        return {
+          ...base,
+          outcome: 'failed',
+          failure: {
+            position: i + 1,
+            ...(e.sqlstate !== undefined ? { sqlstate: e.sqlstate } : {}),
+            message: e.message,
+          },
+          roundTrips: session.roundTrips,
+        };
+      }
+    }
+    committing = true;
+    await session.query('COMMIT');
+    return { ...base, outcome: 'applied', roundTrips: session.roundTrips };
+  } catch (error) {
+    // A failure while committing leaves the outcome unknown: the server may have committed.
+    if (committing) {
+      const e = error as DatabaseError;
+      return {
+        ...base,
+        outcome: 'uncertain',
+        failure: {
+          position: doc.statements.length,
+          ...(e.sqlstate !== undefined ? { sqlstate: e.sqlstate } : {}),
+          message: e.message,
+        },
+        roundTrips: session.roundTrips,
+      };
+    }
+    throw error;
+  } finally {
+    await session.close();
+  }
+}
+
+export interface DriftFinding {
+  readonly category: DriftCategory;
+  readonly count: number;
+  readonly severity: Severity;
+}
+
+export interface DriftResult {
+  readonly dialect: string;
+  readonly digest: string;
+  readonly total: number;
+  readonly highest_severity: Severity;
+  readonly drifted: boolean;
+  readonly categories: Readonly<Partial<Record<DriftCategory, number>>>;
+  readonly findings: readonly DriftFinding[];
+  /** Changes with no drift category (views, sequences, comments, schemas): drift, but no finding. */
+  readonly uncategorised: number;
+  readonly roundTrips: number;
+}
+
+/** A read-only report of how the database differs from the desired state. */
+export async function drift(
+  url: string,
+  dialect: SchemaDialect,
+  source: DesiredSource,
+  scope: ScopeOptions = {},
+): Promise<DriftResult> {
+  const desired = await loadDesired(dialect, source);
+  const session = await dialect.connect(url);
+  try {
+    await run(session, dialect.beginReadOnly());
+    const { changes } = await computeChanges(dialect, session, desired, { exclude: scope.exclude ?? [] });
+    await session.query('COMMIT');
+    const counts = new Map<DriftCategory, { count: number; severity: Severity }>();
+    let uncategorised = 0;
+    for (const c of changes) {
+      const cat = driftCategory(c);
+      if (cat === undefined) {
+        uncategorised++;
+        continue;
+      }
+      const prev = counts.get(cat) ?? { count: 0, severity: 'safe' as Severity };
+      counts.set(cat, { count: prev.count + 1, severity: highestSeverity([prev, c.classification]) });
+    }
+    const findings = [...counts]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .map(([category, v]) => ({ category, count: v.count, severity: v.severity }));
+    const categories: Partial<Record<DriftCategory, number>> = {};
+    for (const f of findings) categories[f.category] = f.count;
+    const total = findings.reduce((n, f) => n + f.count, 0);
+    const highest = highestSeverity(findings);
+    const digest = digestOf(
+      canonicalJson({ dialect: dialect.name, findings, changes: changes.map((c) => dialect.render(c)) }),
+    );
+    return {
+      dialect: dialect.name,
+      digest,
+      total,
+      highest_severity: highest,
+      drifted: changes.length > 0,
+      categories,
+      findings,
+      uncategorised,
+      roundTrips: session.roundTrips,
+    };
+  } finally {
+    await session.close();
+  }
+}

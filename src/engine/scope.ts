@@ -1,0 +1,49 @@
+/**
+ * Scope controls. `--exclude PATTERN` removes matching objects from both models before the diff, so they
+ * are neither changed nor reported. `--protected-table NAME` refuses any plan that would change the table.
+ */
+import type { SchemaModel } from './model.ts';
+
+/** A glob over `schema.name` or `name`: `*` any run of characters, `?` one character. */
+export function compilePattern(pattern: string): RegExp {
+  return new RegExp(
+    '^' +
+      pattern
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.') +
+      '$',
+  );
+}
+
+export function excludeObjects(model: SchemaModel, patterns: readonly string[]): SchemaModel {
+  if (patterns.length === 0) return model;
+  const tests = patterns.map(compilePattern);
+  const out = (schema: string, name: string) =>
+    tests.some((t) => t.test(`${schema}.${name}`) || t.test(name));
+  // Columns are only excluded by a qualified pattern (`table.column` or `schema.table.column`).
+  const outColumn = (schema: string, table: string, column: string) =>
+    tests.some((t) => t.test(`${schema}.${table}.${column}`) || t.test(`${table}.${column}`));
+  const tables = model.tables.filter((t) => !out(t.schema, t.name));
+  const kept = new Set(tables.map((t) => `${t.schema}.${t.name}`));
+  return {
+    schemas: model.schemas.filter((s) => !tests.some((t) => t.test(s.name))),
+    extensions: model.extensions.filter((e) => !out(e.schema ?? '', e.name)),
+    enums: model.enums.filter((e) => !out(e.schema, e.name)),
+    sequences: model.sequences.filter((s) => !out(s.schema, s.name)),
+    // A foreign key into an excluded table stays: the table is left alone, not removed.
+    tables: tables.map((t) => ({
+      ...t,
+      columns: t.columns.filter((c) => !outColumn(t.schema, t.name, c.name)),
+    })),
+    views: model.views.filter((v) => !out(v.schema, v.name)),
+    rows: model.rows.filter((r) => kept.has(`${r.schema}.${r.table}`)),
+    unmanaged: model.unmanaged.filter((u) => !out(u.schema, u.name)),
+  };
+}
+
+export function protectedMatcher(
+  names: readonly string[],
+): (schema: string, table: string) => string | undefined {
+  return (schema, table) => names.find((n) => (n.includes('.') ? n === `${schema}.${table}` : n === table));
+}
