@@ -288,7 +288,10 @@ test('deleting a running Pod sends SIGTERM, waits, and the agent removes the Pod
     terminationGracePeriodSeconds: 5,
     // $$ is the kubelet's escape for a literal $, so $$$$ reaches the shell as $$.
     containers: [
-      shellContainer('loop', 'echo "pid=$$$$"; trap "echo got TERM; exit 0" TERM; while :; do sleep 0.1; done'),
+      shellContainer(
+        'loop',
+        'echo "pid=$$$$"; trap "echo got TERM; exit 0" TERM; while :; do sleep 0.1; done',
+      ),
     ],
   });
   await waitForPhase('long-running', 'Running');

@@ -444,7 +444,12 @@ export class PodWorker {
     return this.terminating;
   }
 
+  private finalDeleting = false;
+
   private async finalDelete(): Promise<void> {
+    // Every watch event after the deletion timestamp chains here; one delete is enough.
+    if (this.finalDeleting) return;
+    this.finalDeleting = true;
     for (const record of [...this.record.init, ...this.record.main]) record.final = true;
     await this.writeStatus();
     const { name, namespace, uid } = this.pod.metadata;
@@ -455,6 +460,8 @@ export class PodWorker {
         gracePeriodSeconds: 0,
         preconditions: { uid },
       });
+      // The object may linger on finalizers, but this node may no longer read or write it.
+      this.gone = true;
     } catch (error) {
       if (!(error instanceof ApiError && (error.status === 404 || error.status === 409))) {
         console.error(`node-agent: final delete of ${namespace}/${name} failed: ${(error as Error).message}`);

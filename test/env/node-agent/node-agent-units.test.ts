@@ -1,0 +1,128 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { expandVariables, resolveArgv } from './image-map.ts';
+import { planContainerScript, type HostView } from './mount-plan.ts';
+import { buildPodStatus, podPhase, type ContainerRecord, type PodRecord } from './pod-status.ts';
+
+const host: HostView = {
+  kind: (path) => (['/', '/etc', '/dev', '/tmp', '/usr'].includes(path) ? 'dir' : 'missing'),
+  rootEntries: () => [
+    { name: 'etc', kind: 'dir' },
+    { name: 'bin', kind: 'symlink', link: 'usr/bin' },
+  ],
+  mountPoints: () => ['/', '/dev', '/dev/pts'],
+};
+
+test('$(VAR) expands from the env, $$ escapes, unknown variables stay as written', () => {
+  const env = new Map([['NAME', 'ptah']]);
+  assert.equal(expandVariables('$(NAME)-$(MISSING)-$$(NAME)-$$', env), 'ptah-$(MISSING)-$(NAME)-$');
+  assert.deepEqual(resolveArgv({ entrypoint: ['node', 'main.ts'] }, undefined, ['--x=$(NAME)'], env), [
+    'node',
+    'main.ts',
+    '--x=ptah',
+  ]);
+  assert.deepEqual(resolveArgv({ entrypoint: ['node'] }, ['sh', '-c'], ['true'], env), ['sh', '-c', 'true']);
+});
+
+test('a mount path under an existing directory overlays it and binds its sub-mounts back', () => {
+  const script = planContainerScript(
+    {
+      scratchDir: '/work/s',
+      mounts: [{ source: '/vol/log', target: '/dev/termination-log', readOnly: false, kind: 'file' }],
+      workingDir: '/',
+      argv: ['echo', "it's"],
+    },
+    host,
+  );
+  assert.match(script, /mount -t overlay ptah-overlay -o 'lowerdir=\/dev,/);
+  assert.match(script, /mount --rbind '\.\/pts' '\/dev\/pts'/);
+  assert.match(
+    script,
+    /touch '\/dev\/termination-log'\nmount --bind '\/work\/s\/source-0' '\/dev\/termination-log'/,
+  );
+  assert.match(script, /exec 'echo' 'it'\\''s'\n$/);
+  assert.doesNotMatch(script, /chroot/);
+});
+
+test('a mount path under a missing top-level directory builds a mirror root and chroots into it', () => {
+  const script = planContainerScript(
+    {
+      scratchDir: '/work/s',
+      mounts: [{ source: '/vol/conf', target: '/workspace/conf', readOnly: true, kind: 'dir' }],
+      workingDir: '/workspace',
+      argv: ['id'],
+      user: { uid: 1000, gid: 1001, groups: [] },
+    },
+    host,
+  );
+  assert.match(script, /mount --rbind '\/etc' '\/work\/s\/root\/etc'/);
+  assert.match(script, /ln -s 'usr\/bin' '\/work\/s\/root\/bin'/);
+  assert.match(script, /mount -o remount,bind,ro '\/work\/s\/root\/workspace\/conf'/);
+  assert.match(
+    script,
+    /exec chroot '\/work\/s\/root' .* '\/workspace' 'setpriv' '--reuid=1000' '--regid=1001' '--clear-groups' '--' 'id'/,
+  );
+  assert.doesNotMatch(script, /overlay/);
+});
+
+function container(name: string, state: ContainerRecord['state'], final = false): ContainerRecord {
+  return { name, image: 'i', state, lastState: {}, restartCount: 0, final };
+}
+
+const done = (exitCode: number) => ({
+  terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', startedAt: 't', finishedAt: 't' },
+});
+
+function pod(init: ContainerRecord[], main: ContainerRecord[]): PodRecord {
+  return { restartPolicy: 'Never', init, main, startTime: 't0', hostIP: '127.0.0.1', sandboxReady: true };
+}
+
+test('pod phase follows the kubelet: Pending through init, Running, then Succeeded or Failed', () => {
+  assert.equal(
+    podPhase(
+      pod(
+        [container('i', { running: { startedAt: 't' } })],
+        [container('m', { waiting: { reason: 'PodInitializing' } })],
+      ),
+    ),
+    'Pending',
+  );
+  assert.equal(
+    podPhase(
+      pod([container('i', done(1), true)], [container('m', { waiting: { reason: 'PodInitializing' } })]),
+    ),
+    'Failed',
+  );
+  assert.equal(
+    podPhase(pod([container('i', done(0), true)], [container('m', { running: { startedAt: 't' } })])),
+    'Running',
+  );
+  assert.equal(
+    podPhase(pod([], [container('a', done(0), true), container('b', done(0), true)])),
+    'Succeeded',
+  );
+  assert.equal(podPhase(pod([], [container('a', done(0), true), container('b', done(2), true)])), 'Failed');
+  assert.equal(
+    podPhase({
+      ...pod([], [container('a', { running: { startedAt: 't' } })]),
+      failure: { reason: 'DeadlineExceeded', message: 'm' },
+    }),
+    'Failed',
+  );
+});
+
+test('status keeps the scheduler condition and transition times that did not change', () => {
+  const previous = {
+    conditions: [
+      { type: 'PodScheduled', status: 'True' as const, lastProbeTime: null, lastTransitionTime: 'sched' },
+      { type: 'Initialized', status: 'True' as const, lastProbeTime: null, lastTransitionTime: 'before' },
+    ],
+  };
+  const status = buildPodStatus(pod([], [container('m', done(0), true)]), previous, 'now');
+  const byType = new Map(status.conditions?.map((c) => [c.type, c]));
+  assert.equal(byType.get('PodScheduled')?.lastTransitionTime, 'sched');
+  assert.equal(byType.get('Initialized')?.lastTransitionTime, 'before');
+  assert.deepEqual([byType.get('Ready')?.status, byType.get('Ready')?.reason], ['False', 'PodCompleted']);
+  assert.equal(status.containerStatuses?.[0]?.state.terminated?.reason, 'Completed');
+  assert.equal(status.podIP, '127.0.0.1');
+});
