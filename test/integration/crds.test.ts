@@ -1,0 +1,236 @@
+// The generated CRDs on a real API server: every CEL rule compiles, defaults are applied, the rules refuse
+// what they exist to refuse, and the status the pure controller modules build is accepted as written.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
+import { setCondition } from '../../src/api/conditions.ts';
+import { buildCrds, crdFileName } from '../../src/api/crds.ts';
+import { sha256Digest } from '../../src/api/digest.ts';
+import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import type { PtahSchemaStatus } from '../../src/api/ptah-schema.ts';
+import { buildClaim, inputsFingerprint, type OperationInputs } from '../../src/controller/claims/claim.ts';
+import { recordJournalEntry } from '../../src/controller/journal/journal.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../src/controller/plan-store/build-plan.ts';
+
+let cp: ControlPlane;
+let objects: k8s.CustomObjectsApi;
+let namespace: string;
+const d = (s: string) => sha256Digest(s);
+const root = join(import.meta.dirname, '..', '..');
+
+before(async () => {
+  cp = await startControlPlane();
+  namespace = cp.testNamespace;
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(cp.kubeconfigs.admin);
+  const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
+  for (const crd of buildCrds()) {
+    // The committed manifest, as a user applies it. loadYaml turns it into the client's model: handing the
+    // typed client plain JSON would lose `default` and every `x-kubernetes-*` key on the way out.
+    const body = k8s.loadYaml<k8s.V1CustomResourceDefinition>(
+      readFileSync(join(root, crdFileName(crd)), 'utf8'),
+    );
+    await ext.createCustomResourceDefinition({ body });
+  }
+  for (const crd of buildCrds()) {
+    for (let i = 0; ; i++) {
+      const c = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
+      if (c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')) break;
+      if (i > 120) assert.fail(`CRD ${crd.metadata.name} not established`);
+      await sleep(250);
+    }
+  }
+  objects = admin.makeApiClient(k8s.CustomObjectsApi);
+});
+
+after(async () => {
+  await cp?.stop();
+});
+
+const at = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace, plural });
+type Obj = { metadata: { name: string; uid: string }; spec: Record<string, unknown>; status?: unknown };
+
+async function create(plural: string, body: object): Promise<Obj> {
+  return (await objects.createNamespacedCustomObject({ ...at(plural), body })) as Obj;
+}
+
+/** The API server's refusal message, or undefined when it accepted. */
+async function refusal(action: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await action();
+    return undefined;
+  } catch (error) {
+    if (error instanceof k8s.ApiException) return `${error.code} ${String(error.body)}`;
+    throw error;
+  }
+}
+
+const schemaBody = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: `${API_GROUP}/${API_VERSION}`,
+  kind: 'PtahSchema',
+  metadata: { name },
+  spec: {
+    target: { engine: 'postgres', coordinationKey: 'orders', urlFrom: { name: 'orders-db', key: 'url' } },
+    desired: { configMap: { name: 'orders-schema', files: [{ key: 'schema.sql' }] } },
+    ...spec,
+  },
+});
+
+describe('PtahSchema CRD', () => {
+  it('applies every default', async () => {
+    const created = await create('ptahschemas', schemaBody('defaults'));
+    assert.deepEqual(created.spec['policy'], { apply: 'OnApproval', allowDestructive: false });
+    assert.equal(created.spec['interval'], '10m');
+    assert.equal(created.spec['suspend'], false);
+    assert.deepEqual(created.spec['execution'], { activeDeadlineSeconds: 900, failureRetryInterval: '30s' });
+  });
+
+  const refused: [string, object, RegExp][] = [
+    ['no source', schemaBody('no-source', { desired: {} }), /exactly one source must be set/],
+    [
+      'two files with one path',
+      schemaBody('dup-path', {
+        desired: { configMap: { name: 'x', files: [{ key: 'a.sql' }, { key: 'b', path: 'a.sql' }] } },
+      }),
+      /two files have the same path/,
+    ],
+    [
+      'a key that is not a safe file name, without a path',
+      schemaBody('unsafe-key', { desired: { configMap: { name: 'x', files: [{ key: '..' }] } } }),
+      /needs an explicit path/,
+    ],
+    ['a name longer than 63 characters', schemaBody('x'.repeat(64)), /at most 63 characters/],
+    ['an interval under 10s', schemaBody('short', { interval: '5s' }), /must be between 10s and 24h/],
+    [
+      'an unknown apply policy',
+      schemaBody('policy', { policy: { apply: 'Sometimes' } }),
+      /Unsupported value/,
+    ],
+  ];
+  for (const [name, body, message] of refused) {
+    it(`refuses ${name}`, async () => {
+      const why = await refusal(() => create('ptahschemas', body));
+      assert.match(why ?? 'accepted', message);
+    });
+  }
+
+  it('accepts, through the status subresource, the status the controller modules build', async () => {
+    const created = await create('ptahschemas', schemaBody('status'));
+    const now = new Date();
+    const inputs: OperationInputs = {
+      contentDigest: d('manifest'),
+      snapshotName: 'ptah-src-0123456789abcdef0123456789abcdef',
+      coordinationDigest: d('realm'),
+      policyFingerprint: d('policy'),
+      executionBinding: {
+        managerImage: 'm',
+        managerRevision: 'r',
+        controllerStateVersion: 1,
+        ptahVersion: '0.1.0',
+        runnerImage: 'r',
+        runnerProtocolVersion: 1,
+      },
+      activeDeadlineSeconds: 900,
+    };
+    const status: PtahSchemaStatus = {
+      observedGeneration: 1,
+      phase: 'Observing',
+      conditions: setCondition(
+        undefined,
+        { type: 'ArtifactResolved', status: 'True', reason: 'SnapshotTaken' },
+        now,
+      ),
+      claim: buildClaim(
+        {
+          resourceUID: created.metadata.uid,
+          resourceName: 'status',
+          generation: 1,
+          type: 'Observe',
+          inputs,
+          inputsFingerprint: inputsFingerprint('Observe', inputs),
+          attempt: 1,
+        },
+        now,
+      ),
+      journal: recordJournalEntry(
+        undefined,
+        { type: 'OperationFailed', operation: 'Observe', reason: 'JobFailed', time: now.toISOString() },
+        now,
+      ),
+    };
+    const written = (await objects.patchNamespacedCustomObjectStatus(
+      { ...at('ptahschemas'), name: 'status', body: { status } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    )) as Obj;
+    assert.deepEqual(written.status, JSON.parse(JSON.stringify(status)));
+  });
+});
+
+describe('PtahSchemaPlan and PtahSchemaApproval CRDs', () => {
+  const planInputs: PlanInputs = {
+    sourceType: 'ConfigMap',
+    configMapUID: 'uid-cm',
+    contentDigest: d('manifest'),
+    coordinationDigest: d('realm'),
+    targetIdentityDigest: d('route'),
+    observedStateFingerprint: d('observed'),
+    desiredStateFingerprint: d('desired'),
+    policyFingerprint: d('policy'),
+    managerImage: 'm',
+    managerRevision: 'r',
+    controllerStateVersion: 1,
+    ptahVersion: '0.1.0',
+    runnerImage: 'r',
+    runnerProtocolVersion: 1,
+    dialect: 'postgres',
+    destructive: false,
+    statementCount: 1,
+  };
+
+  it('accepts a built plan once and refuses any change to its spec', async () => {
+    const schema = await create('ptahschemas', schemaBody('planned'));
+    const { plan } = buildSchemaPlan(
+      {
+        apiVersion: `${API_GROUP}/v1alpha1`,
+        kind: 'PtahSchema',
+        metadata: { ...schema.metadata, namespace },
+      },
+      planInputs,
+      Buffer.from('CREATE TABLE t (id int);\n'),
+    );
+    const created = await create('ptahschemaplans', plan);
+    assert.equal(created.metadata.name, plan.metadata.name);
+    const why = await refusal(() =>
+      objects.patchNamespacedCustomObject(
+        { ...at('ptahschemaplans'), name: plan.metadata.name, body: { spec: { size: 26 } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+    );
+    assert.match(why ?? 'accepted', /a plan is immutable/);
+  });
+
+  it('refuses an approval whose spec changes after creation', async () => {
+    const body = {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahSchemaApproval',
+      metadata: { name: 'approve-1' },
+      spec: {
+        schemaRef: { name: 'planned', uid: 'u1' },
+        planRef: { name: 'ptah-plan-1', uid: 'u2' },
+        planFingerprint: d('fp'),
+      },
+    };
+    await create('ptahschemaapprovals', body);
+    const why = await refusal(() =>
+      objects.patchNamespacedCustomObject(
+        { ...at('ptahschemaapprovals'), name: 'approve-1', body: { spec: { planFingerprint: d('other') } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+    );
+    assert.match(why ?? 'accepted', /an approval is immutable/);
+  });
+});
