@@ -108,14 +108,44 @@ try {
   );
   await migrateUp(warm, { files: upFiles, lockTimeoutMs: 10_000 });
   await warm.close();
-  const upUrl = await server.createDatabase('bench_up');
-  const target = await openMigrationAdapter(upUrl, parseRevisionTableName(undefined));
-  const t0 = performance.now();
-  const result = await migrateUp(target, { files: upFiles, lockTimeoutMs: 10_000 });
-  const engineMs = performance.now() - t0;
-  await target.close();
-  if (result.outcome !== 'applied' || result.applied.length !== count)
-    throw new Error(`up: ${result.outcome}`);
+  // The machine is shared: run the three contenders interleaved, several rounds, and compare medians.
+  const script = join(upDir, '..', `${upDir.split('/').at(-1)}-all.sql`);
+  writeFileSync(script, Array.from({ length: count }, (_, i) => body(i + 1)).join(''));
+  const txScript = script.replace(/\.sql$/, '-tx.sql');
+  writeFileSync(
+    txScript,
+    Array.from({ length: count }, (_, i) => `BEGIN;\n${body(i + 1)}COMMIT;\n`).join(''),
+  );
+  const engine: number[] = [];
+  const psql: number[] = [];
+  const psqlTx: number[] = [];
+  const rounds = 3;
+  for (let round = 0; round < rounds; round++) {
+    const target = await openMigrationAdapter(
+      await server.createDatabase(`bench_up_${round}`),
+      parseRevisionTableName(undefined),
+    );
+    const t0 = performance.now();
+    const result = await migrateUp(target, { files: upFiles, lockTimeoutMs: 10_000 });
+    engine.push(performance.now() - t0);
+    await target.close();
+    if (result.outcome !== 'applied' || result.applied.length !== count)
+      throw new Error(`up: ${result.outcome}`);
+    for (const [file, into, name] of [
+      [script, psql, 'psql'],
+      [txScript, psqlTx, 'psqltx'],
+    ] as const) {
+      const url = await server.createDatabase(`bench_${name}_${round}`);
+      const t = performance.now();
+      await run('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', file], { env: psqlEnv(url) });
+      into.push(performance.now() - t);
+    }
+  }
+  rmSync(script);
+  rmSync(txScript);
+  const engineMs = median(engine);
+  const psqlMs = median(psql);
+  const psqlTxMs = median(psqlTx);
 
   const cliUrl = await server.createDatabase('bench_up_cli');
   const tc = performance.now();
@@ -124,31 +154,19 @@ try {
   });
   const cliUpMs = performance.now() - tc;
 
-  const script = join(upDir, '..', `${upDir.split('/').at(-1)}-all.sql`);
-  writeFileSync(script, Array.from({ length: count }, (_, i) => body(i + 1)).join(''));
-  const psqlUrl = await server.createDatabase('bench_psql');
-  const tp = performance.now();
-  await run('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', script], { env: psqlEnv(psqlUrl) });
-  const psqlMs = performance.now() - tp;
-  const psqlTxUrl = await server.createDatabase('bench_psql_tx');
-  const txScript = script.replace(/\.sql$/, '-tx.sql');
-  writeFileSync(
-    txScript,
-    Array.from({ length: count }, (_, i) => `BEGIN;\n${body(i + 1)}COMMIT;\n`).join(''),
-  );
-  const tt = performance.now();
-  await run('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-f', txScript], { env: psqlEnv(psqlTxUrl) });
-  const psqlTxMs = performance.now() - tt;
-  rmSync(script);
-  rmSync(txScript);
-
-  console.log(`up, ${count} small files (2 statements each), file transaction mode:`);
   console.log(
-    `  engine in-process: ${engineMs.toFixed(0)} ms (${(engineMs / count).toFixed(2)} ms/file, lock wait ${result.lockWaitMs} ms)`,
+    `up, ${count} small files (2 statements each), file transaction mode, median of ${rounds} interleaved rounds:`,
+  );
+  console.log(
+    `  engine in-process: ${engineMs.toFixed(0)} ms (${(engineMs / count).toFixed(2)} ms/file; rounds ${engine.map((x) => x.toFixed(0)).join(', ')})`,
   );
   console.log(`  CLI end to end: ${cliUpMs.toFixed(0)} ms`);
-  console.log(`  psql, same SQL, one run (autocommit): ${psqlMs.toFixed(0)} ms`);
-  console.log(`  psql, same SQL, BEGIN/COMMIT per file: ${psqlTxMs.toFixed(0)} ms`);
+  console.log(
+    `  psql, same SQL, one run (autocommit): ${psqlMs.toFixed(0)} ms (rounds ${psql.map((x) => x.toFixed(0)).join(', ')})`,
+  );
+  console.log(
+    `  psql, same SQL, BEGIN/COMMIT per file: ${psqlTxMs.toFixed(0)} ms (rounds ${psqlTx.map((x) => x.toFixed(0)).join(', ')})`,
+  );
   console.log(
     `  engine overhead per file vs psql autocommit: ${((engineMs - psqlMs) / count).toFixed(2)} ms`,
   );
