@@ -487,7 +487,8 @@ export class PodWorker {
       try {
         await this.putStatus();
       } catch (error) {
-        if (error instanceof ApiError && error.status === 404) break;
+        // 403: the Node authorizer no longer relates the pod to this node, i.e. it is gone.
+        if (error instanceof ApiError && (error.status === 404 || error.status === 403)) break;
         if (!(error instanceof ApiError && error.status === 409)) {
           console.error(`node-agent: status of ${this.pod.metadata.name}: ${(error as Error).message}`);
           await sleep(500);
