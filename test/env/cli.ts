@@ -226,4 +226,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+// `npm run env -- status | head` closes the pipe early; that is not an error of ours.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+});
 process.exitCode = await main(process.argv.slice(2));

@@ -2,12 +2,14 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
 import { redact } from '../../src/engine/database-url.ts';
 import { startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { startMariadb, type MariadbServer } from './mariadb.ts';
 import { startPostgres, type PostgresServer } from './postgres.ts';
 import { startRegistry, type RegistryServer } from './registry.ts';
+import { waitUntil } from './process.ts';
 
 /** The node agent's contract (test/env/node-agent/index.ts), loaded only when that module exists. */
 export interface NodeAgent {
@@ -121,6 +123,26 @@ function portOf(url: string): number {
   return Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
 }
 
+/**
+ * A new Node carries the not-ready taint until the node lifecycle controller sees it Ready; a Pod
+ * created before then waits out the scheduler's back-off, so the environment is ready only after.
+ */
+async function waitForSchedulableNode(adminKubeconfig: string, nodeName: string): Promise<void> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(adminKubeconfig);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  await waitUntil(
+    `node ${nodeName} Ready and untainted`,
+    async () => {
+      const node = await core.readNode({ name: nodeName });
+      const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      const blocking = (node.spec?.taints ?? []).filter((t) => t.effect !== 'PreferNoSchedule');
+      return ready === true && blocking.length === 0 && node.spec?.unschedulable !== true;
+    },
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
+}
+
 export async function startEnvironment(options: StartEnvironmentOptions = {}): Promise<Environment> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'ptah-env-'));
   mkdirSync(dir, { recursive: true });
@@ -180,6 +202,7 @@ export async function startEnvironment(options: StartEnvironmentOptions = {}): P
           workDir,
         }),
       );
+      await waitForSchedulableNode(controlPlane.kubeconfigs.admin, controlPlane.nodeName);
     } catch (error) {
       await stopAll();
       throw error;
