@@ -9,7 +9,11 @@ import { createCertificateAuthority, issueCertificate } from './pki.ts';
 
 const GIT_BIN = process.env['PTAH_GIT_BIN'] ?? 'git';
 
-/** A throwaway Git server on loopback: git http-backend over HTTP(S) and git-shell over SSH. */
+/**
+ * A throwaway Git server on loopback: git http-backend over HTTP(S) and git-shell over SSH.
+ * The HTTP front end runs in the calling Node process, so drive it with asynchronous child processes:
+ * a synchronous `execFileSync('git', …)` against it blocks the event loop that has to answer.
+ */
 export interface GitServer {
   /** http(s)://127.0.0.1:PORT (git http-backend behind a small Node HTTP server). */
   readonly httpBaseUrl: string;

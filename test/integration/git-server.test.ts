@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -109,6 +110,17 @@ test('git over HTTP and over SSH with a pinned host key: pushed commits fetch ba
     await git(['fetch', '--quiet', repo.httpUrl, 'main'], source);
     assert.equal(await git(['rev-parse', 'FETCH_HEAD'], source), second);
     assert.notEqual(first, second);
+
+    // A pack larger than http.postBuffer goes as a chunked request without Content-Length.
+    await git(['merge', '--quiet', '--ff-only', 'FETCH_HEAD'], source);
+    writeFileSync(join(source, 'seed.bin'), randomBytes(256 * 1024));
+    await git(['add', 'seed.bin'], source);
+    await git(['commit', '--quiet', '-m', 'seed data'], source);
+    const third = await git(['rev-parse', 'HEAD'], source);
+    await git(['-c', 'http.postBuffer=65536', 'push', '--quiet', repo.httpUrl, 'main'], source);
+    await git(['pull', '--quiet', '--ff-only', 'origin', 'main'], viaSsh);
+    assert.equal(await git(['rev-parse', 'HEAD'], viaSsh), third);
+    assert.ok(readFileSync(join(viaSsh, 'seed.bin')).equals(readFileSync(join(source, 'seed.bin'))));
 
     // A known_hosts entry for the same address with a different key must make SSH refuse.
     const impostorKey = join(work, 'impostor');
