@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { crdClientModel } from '../../../src/api/crd-client-model.ts';
 import { buildCrds, crdFileName, renderCrdYaml } from '../../../src/api/crds.ts';
 import type { OpenApiSchema } from '../../../src/api/schema-dsl.ts';
 
@@ -84,5 +87,31 @@ describe('CRDs', () => {
       byKind('PtahSchema').additionalPrinterColumns.map((c) => c.name),
       ['Phase', 'Digest', 'Drift', 'Approval', 'In Sync', 'Ready', 'Age'],
     );
+  });
+});
+
+describe('CRDs as client models', () => {
+  // dumpYaml runs the client's own serialiser, the one every typed API call uses on the way out.
+  const sent = (model: unknown) => parse(k8s.dumpYaml(model)) as unknown;
+
+  it('survive the typed client serialiser with defaults and CEL rules intact', () => {
+    for (const crd of crds) assert.deepEqual(sent(crdClientModel(crd)), JSON.parse(JSON.stringify(crd)));
+  });
+
+  it('are needed: a plain manifest loses defaults and rules in that serialiser', () => {
+    type Schema = {
+      properties?: Record<string, Schema>;
+      default?: unknown;
+      'x-kubernetes-validations'?: unknown;
+    };
+    const spec = (crd: unknown) =>
+      (crd as { spec: { versions: { schema: { openAPIV3Schema: Schema } }[] } }).spec.versions[0]!.schema
+        .openAPIV3Schema.properties!['spec']!;
+    const plain = spec(sent(crds[0]));
+    assert.equal(plain.properties!['policy']!.properties!['apply']!.default, undefined);
+    assert.equal(plain.properties!['desired']!['x-kubernetes-validations'], undefined);
+    const model = spec(sent(crdClientModel(crds[0]!)));
+    assert.equal(model.properties!['policy']!.properties!['apply']!.default, 'OnApproval');
+    assert.ok(model.properties!['desired']!['x-kubernetes-validations']);
   });
 });
