@@ -56,3 +56,52 @@ test('unterminated quotes and bodies are errors that name the line', () => {
   assert.throws(() => splitStatements('SELECT $x$ never closed', 'postgres'), /line 1/);
   assert.throws(() => splitStatements('/* open', 'mysql'), /comment/);
 });
+
+test('PostgreSQL: BEGIN ATOMIC bodies, CASE inside them and parentheses keep their semicolons', () => {
+  const sql = [
+    'CREATE OR REPLACE FUNCTION f(x int) RETURNS int LANGUAGE sql',
+    'BEGIN ATOMIC',
+    '  SELECT CASE WHEN x > 0 THEN 1 ELSE 0 END;',
+    '  SELECT 2;',
+    'END;',
+    'CREATE PROCEDURE p() LANGUAGE sql BEGIN ATOMIC INSERT INTO t VALUES (1); END;',
+    'CREATE RULE r AS ON INSERT TO t DO ALSO (NOTIFY a; NOTIFY b);',
+    'BEGIN;',
+    'SELECT CASE WHEN true THEN 1 END;',
+    'COMMIT',
+  ].join('\n');
+  const parts = texts(sql, 'postgres');
+  assert.equal(parts.length, 6);
+  assert.match(parts[0] ?? '', /^CREATE OR REPLACE FUNCTION[\s\S]*SELECT 2;\nEND$/);
+  assert.match(parts[1] ?? '', /VALUES \(1\); END$/);
+  assert.equal(parts[2], 'CREATE RULE r AS ON INSERT TO t DO ALSO (NOTIFY a; NOTIFY b)');
+  assert.deepEqual(parts.slice(3), ['BEGIN', 'SELECT CASE WHEN true THEN 1 END', 'COMMIT']);
+});
+
+test('PostgreSQL: the splitter agrees with the real parser (libpg-query) on statement boundaries', async () => {
+  const { parse } = await import('libpg-query');
+  const corpus = [
+    "INSERT INTO t VALUES ('a;b', 'it''s;'); SELECT E'x\\';' ; SELECT $$;$$, $q$ $$ ; $q$",
+    'CREATE TABLE "a;b" (c int /* ; */ DEFAULT 1); -- ; tail\nCREATE INDEX i ON "a;b" (c)',
+    'CREATE FUNCTION g() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT CASE WHEN 1=1 THEN 2 END; END; SELECT 3',
+    'DO $body$ BEGIN RAISE NOTICE $$;$$; END $body$; /* nested /* ; */ */ SELECT 4',
+    'CREATE RULE r AS ON UPDATE TO t DO INSTEAD (SELECT 1; SELECT 2); SELECT begin_x FROM t',
+  ];
+  for (const sql of corpus) {
+    const tree = (await parse(sql)) as { stmts: { stmt_location?: number; stmt_len?: number }[] };
+    const expected = tree.stmts.map((s) => {
+      const from = s.stmt_location ?? 0;
+      const raw = s.stmt_len ? sql.slice(from, from + s.stmt_len) : sql.slice(from);
+      // The parser's span starts after the previous semicolon: drop comments and blanks in front.
+      return raw.replace(/;\s*$/, '').trim();
+    });
+    const mine = texts(sql, 'postgres').map((t) =>
+      t.replace(/^(?:--[^\n]*\n|\/\*[\s\S]*?\*\/\s*\*\/|\s)+/, ''),
+    );
+    assert.deepEqual(
+      mine,
+      expected.map((t) => t.replace(/^(?:--[^\n]*\n|\/\*[\s\S]*?\*\/\s*\*\/|\s)+/, '')),
+      sql,
+    );
+  }
+});
