@@ -15,7 +15,10 @@ import {
 import { readPlanDir } from './plan-dir.ts';
 import { applyCommand } from './ptah-commands.ts';
 
-/** ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed and 4 refused leave the database as it was. */
+/**
+ * ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed (the transaction rolled back) and 4 refused
+ * (a stale plan, checked before any statement) leave the database as it was.
+ */
 const CLEAN_FAILURES = new Set([1, 4]);
 
 export async function apply(ctx: OperationContext): Promise<OperationReport> {
@@ -28,7 +31,9 @@ export async function apply(ctx: OperationContext): Promise<OperationReport> {
   const planFile = join(options.workDir, `apply-${options.operationId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`);
   writeFileSync(planFile, rebuilt.bytes, { mode: 0o400 });
   const outputs = { apply: { ...base, mutationStarted: true } };
-  const child = await ctx.runPtah(applyCommand(planFile), { stdoutLimit: 1024 * 1024 });
+  const child = await ctx.runPtah(applyCommand(planFile, options.lockTimeoutMs), {
+    stdoutLimit: 1024 * 1024,
+  });
   if (child.exitCode === 0 && child.stopped === undefined) {
     return { outcome: 'succeeded', exitCode: RUNNER_EXIT.succeeded, childExitCode: 0, outputs };
   }

@@ -49,7 +49,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
   const now = io.now ?? (() => new Date());
   const startedAt = now();
   // Built before anything else, so even an options error is printed through it.
-  const redactor = createRedactor([env['PTAH_DB_URL'], env['PTAH_DEV_URL']]);
+  const redactor = createRedactor([env['PTAH_DB_URL'], env['PTAH_DEV_URL'], env['PTAH_DEV_DB_URL']]);
   const say = (line: string): void =>
     io.writeStderr(neutraliseMarkers(redactor.redact(`ptah-runner: ${line}`)) + '\n');
 
@@ -156,7 +156,7 @@ async function runOperation(
         );
       }
       const env: Record<string, string> = { ...options.childSettings, PTAH_DB_URL: options.databaseUrl };
-      if (limits.devUrl === true && options.devUrl !== undefined) env['PTAH_DEV_URL'] = options.devUrl;
+      if (limits.devUrl === true && options.devUrl !== undefined) env['PTAH_DEV_DB_URL'] = options.devUrl;
       say(`running ptah ${args.join(' ')}`);
       const child: ChildResult = await runChild(
         {

@@ -17,13 +17,14 @@ import type { DriftSummary } from './result.ts';
 const MAX_CATEGORIES = 64;
 /** Severities in increasing order; a severity Ptah names outside this list ranks above all of them. */
 const SEVERITY_ORDER = ['none', 'safe', 'info', 'warning', 'error', 'destructive'];
-/** Where a drift report lists its findings, in the order they are looked for. */
-const FINDING_KEYS = ['findings', 'changes', 'differences', 'drift'];
 /** A drift report is small; a bigger one is refused rather than half-read. */
 const MAX_REPORT_BYTES = 4 * 1024 * 1024;
 
 export async function observe(ctx: OperationContext): Promise<OperationReport> {
-  const child = await ctx.runPtah(driftCommand(ctx.options.schemaDir), { stdoutLimit: MAX_REPORT_BYTES });
+  const { options } = ctx;
+  const child = await ctx.runPtah(driftCommand(options.schemaDir, options), {
+    stdoutLimit: MAX_REPORT_BYTES,
+  });
   if (child.exitCode !== 0 && child.exitCode !== 3) {
     return failed('observe_failed', childFailureMessage('drift', child, ctx.redactor), child.exitCode);
   }
@@ -34,9 +35,9 @@ export async function observe(ctx: OperationContext): Promise<OperationReport> {
   if (report === undefined) {
     return failed('report_unreadable', 'drift report is not a JSON object', child.exitCode);
   }
-  const drift = summarise(report, child.exitCode === 3, sha256Digest(child.stdout));
+  const drift = summarise(report, sha256Digest(child.stdout));
   if (drift === undefined) {
-    return failed('report_unreadable', 'drift report lists no findings array and no total', child.exitCode);
+    return failed('report_unreadable', 'drift report states no total and no findings', child.exitCode);
   }
   if (drift.drifted !== (child.exitCode === 3)) {
     // The exit code and the report disagree: neither is believed.
@@ -54,32 +55,59 @@ export async function observe(ctx: OperationContext): Promise<OperationReport> {
   };
 }
 
-function summarise(
-  report: Record<string, unknown>,
-  drifted: boolean,
-  reportDigest: string,
-): DriftSummary | undefined {
-  const key = FINDING_KEYS.find((k) => Array.isArray(report[k]));
-  const findings = key === undefined ? undefined : (report[key] as unknown[]);
-  const declaredTotal = report['total'];
-  if (findings === undefined && !Number.isSafeInteger(declaredTotal)) return undefined;
+/**
+ * Reads ptah's report: `total`, `drifted`, `highest_severity` and `categories` ({name: count}) when it
+ * states them, else a `findings` list of {category|kind|type, count?, severity}.
+ */
+export function summarise(report: Record<string, unknown>, reportDigest: string): DriftSummary | undefined {
   const counts = new Map<string, number>();
   let highest = 'none';
-  for (const f of findings ?? []) {
-    const item = typeof f === 'object' && f !== null ? (f as Record<string, unknown>) : {};
-    const category = categoryName(item['category'] ?? item['kind'] ?? item['type']);
-    counts.set(category, (counts.get(category) ?? 0) + 1);
-    const severity = typeof item['severity'] === 'string' ? item['severity'].toLowerCase() : 'unknown';
-    if (rank(severity) > rank(highest)) highest = severity;
+  const raise = (severity: unknown) => {
+    const s = typeof severity === 'string' ? severity.toLowerCase() : 'unknown';
+    if (rank(s) > rank(highest)) highest = s;
+  };
+  const declared = report['categories'];
+  const findings = Array.isArray(report['findings']) ? (report['findings'] as unknown[]) : undefined;
+  if (isCountRecord(declared)) {
+    for (const [name, n] of Object.entries(declared)) add(counts, categoryName(name), n);
+  } else if (findings !== undefined) {
+    for (const f of findings) {
+      const item = typeof f === 'object' && f !== null ? (f as Record<string, unknown>) : {};
+      const n = Number.isSafeInteger(item['count']) ? (item['count'] as number) : 1;
+      add(counts, categoryName(item['category'] ?? item['kind'] ?? item['type']), n);
+    }
   }
+  for (const f of findings ?? []) raise((f as Record<string, unknown> | null)?.['severity']);
+  if (typeof report['highest_severity'] === 'string') raise(report['highest_severity']);
+
+  const declaredTotal = report['total'];
+  const counted = [...counts.values()].reduce((a, b) => a + b, 0);
+  if (!Number.isSafeInteger(declaredTotal) && declared === undefined && findings === undefined)
+    return undefined;
+  const total = Number.isSafeInteger(declaredTotal) ? (declaredTotal as number) : counted;
+  const drifted = typeof report['drifted'] === 'boolean' ? report['drifted'] : total > 0;
+  if (!drifted) highest = 'none';
+
   const categories: Record<string, number> = {};
   const sorted = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   for (const [i, [name, n]] of sorted.entries()) {
     const slot = i < MAX_CATEGORIES - 1 || sorted.length <= MAX_CATEGORIES ? name : 'other';
     categories[slot] = (categories[slot] ?? 0) + n;
   }
-  const total = findings?.length ?? (declaredTotal as number);
-  return { reportDigest, drifted: drifted || total > 0, total, highestSeverity: highest, categories };
+  return { reportDigest, drifted, total, highestSeverity: highest, categories };
+}
+
+function add(counts: Map<string, number>, name: string, n: number): void {
+  if (n > 0) counts.set(name, (counts.get(name) ?? 0) + n);
+}
+
+function isCountRecord(v: unknown): v is Record<string, number> {
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v).every((n) => Number.isSafeInteger(n) && n >= 0)
+  );
 }
 
 /** Category names become status map keys: lowercase snake case, bounded. */

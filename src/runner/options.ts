@@ -47,9 +47,13 @@ export interface CompiledRunOptions {
   /** Projected plan chunks `000.plan`, `001.plan`… (Apply). */
   readonly planDir: string;
   readonly expectedPlanContentDigest?: string;
-  /** spec.policy.exclude, passed to both plans unchanged. */
+  /** spec.policy.exclude, passed to drift and both plans unchanged. */
   readonly exclude: readonly string[];
-  /** Engine settings forwarded to the child by name (PTAH_CONNECT_TIMEOUT, PTAH_LOCK_TIMEOUT). */
+  /** spec.policy.protectedTables: ptah refuses a plan that would change one. */
+  readonly protectedTables: readonly string[];
+  /** Ptah's lock timeout for Apply, when the Job sets one. */
+  readonly lockTimeoutMs?: number;
+  /** Engine settings forwarded to the child by name (PTAH_CONNECT_TIMEOUT, PTAH_STATEMENT_TIMEOUT). */
   readonly childSettings: Readonly<Record<string, string>>;
   readonly workDir: string;
   readonly maxOutputBytes: number;
@@ -85,7 +89,7 @@ export class RunnerOptionsError extends Error {
   }
 }
 
-const ENGINE_SETTINGS = ['PTAH_CONNECT_TIMEOUT', 'PTAH_LOCK_TIMEOUT', 'PTAH_STATEMENT_TIMEOUT'] as const;
+const ENGINE_SETTINGS = ['PTAH_CONNECT_TIMEOUT', 'PTAH_STATEMENT_TIMEOUT'] as const;
 /** A claim's operation id: `sha256:<hex>` today; any short token of these characters is accepted. */
 const OPERATION_ID = /^[A-Za-z0-9][A-Za-z0-9:._-]{0,127}$/;
 
@@ -166,7 +170,7 @@ function compileRun(
       'engine_mismatch',
     );
   }
-  const devUrl = nonEmpty(env['PTAH_DEV_URL']);
+  const devUrl = nonEmpty(env['PTAH_DEV_URL']) ?? nonEmpty(env['PTAH_DEV_DB_URL']);
   if (devUrl !== undefined && op !== 'plan') {
     // The seed: the dev database reaches Plan and nothing else.
     throw new RunnerOptionsError(
@@ -225,7 +229,13 @@ function compileRun(
     schemaDir: nonEmpty(env['PTAH_SCHEMA_DIR']) ?? DEFAULTS.schemaDir,
     planDir: nonEmpty(env['PTAH_PLAN_DIR']) ?? DEFAULTS.planDir,
     ...(expectedPlanContentDigest !== undefined ? { expectedPlanContentDigest } : {}),
-    exclude: parseExclude(env['PTAH_EXCLUDE']),
+    exclude: parsePatternList(env['PTAH_EXCLUDE'], 'PTAH_EXCLUDE', '["audit_*","tmp"]'),
+    protectedTables: parsePatternList(
+      env['PTAH_PROTECTED_TABLES'],
+      'PTAH_PROTECTED_TABLES',
+      '["public.accounts"]',
+    ),
+    ...lockTimeout(env['PTAH_LOCK_TIMEOUT']),
     childSettings,
     workDir: nonEmpty(env['PTAH_WORK_DIR']) ?? tmpdir(),
     maxOutputBytes: positiveInt(values['max-output-bytes'], '--max-output-bytes', DEFAULTS.maxOutputBytes),
@@ -330,7 +340,21 @@ function positiveInt(raw: string | undefined, field: string, fallback: number): 
   return Number(raw);
 }
 
-function parseExclude(raw: string | undefined): string[] {
+function lockTimeout(raw: string | undefined): { lockTimeoutMs?: number } {
+  if (raw === undefined || raw === '') return {};
+  const m = /^([0-9]{1,9})(ms|s|m)?$/.exec(raw);
+  if (m === null) {
+    throw new RunnerOptionsError(
+      'PTAH_LOCK_TIMEOUT',
+      `"${raw.slice(0, 16)}" is not a duration`,
+      'write milliseconds, or a number with ms, s or m',
+    );
+  }
+  const factor = { ms: 1, s: 1000, m: 60_000 }[m[2] ?? 'ms'] ?? 1;
+  return { lockTimeoutMs: Number(m[1]) * factor };
+}
+
+function parsePatternList(raw: string | undefined, field: string, example: string): string[] {
   if (raw === undefined || raw === '') return [];
   let parsed: unknown;
   try {
@@ -342,11 +366,7 @@ function parseExclude(raw: string | undefined): string[] {
     !Array.isArray(parsed) ||
     !parsed.every((x) => typeof x === 'string' && x !== '' && !x.startsWith('-'))
   ) {
-    throw new RunnerOptionsError(
-      'PTAH_EXCLUDE',
-      'not a JSON list of patterns',
-      'write it like ["audit_*","tmp"]',
-    );
+    throw new RunnerOptionsError(field, 'not a JSON list of names', `write it like ${example}`);
   }
   return parsed as string[];
 }

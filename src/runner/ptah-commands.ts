@@ -1,25 +1,52 @@
 /**
- * The exact `ptah` command lines the runner starts, in one place (documented in docs/runner.md). Each is
- * a fixed argv of flags and local paths: no credential ever appears here, the database URL reaches the
- * child only through PTAH_DB_URL (and PTAH_DEV_URL for Plan).
+ * The exact `ptah` command lines the runner starts, in one place (documented in docs/runner.md; flags as
+ * `ptah schema --help` defines them). Each is a fixed argv of flags and local paths: no credential ever
+ * appears here; the database URL reaches the child only through PTAH_DB_URL (and PTAH_DEV_DB_URL for Plan).
  */
 
-/** `ptah schema drift`: read-only comparison of the database with the declared files. Exit 0 none, 3 drift. */
-export function driftCommand(schemaDir: string): string[] {
-  return ['schema', 'drift', '--desired', schemaDir, '--json'];
+export interface Scope {
+  readonly exclude: readonly string[];
+  readonly protectedTables: readonly string[];
 }
 
-/** `ptah schema plan`: prints the plan document on stdout. Exit 0 no change, 3 changes. */
-export function planCommand(schemaDir: string, exclude: readonly string[]): string[] {
-  return ['schema', 'plan', '--desired', schemaDir, ...exclude.flatMap((e) => ['--exclude', e]), '--json'];
+const excludeFlags = (scope: Scope) => scope.exclude.flatMap((e) => ['--exclude', e]);
+
+/** `ptah schema drift`: read-only comparison with the declared files. Exit 0 no drift, 3 drift. */
+export function driftCommand(schemaDir: string, scope: Scope): string[] {
+  return ['schema', 'drift', '--desired', schemaDir, ...excludeFlags(scope), '--json'];
 }
 
-/** `ptah schema apply --dry-run`: parses the plan file and executes nothing. Exit 0 when it would run. */
+/**
+ * `ptah schema plan`: writes the plan file's exact bytes to `out` and a JSON report on stdout.
+ * Exit 0 no change, 3 changes, 4 refused (a protected table).
+ */
+export function planCommand(schemaDir: string, scope: Scope, out: string): string[] {
+  return [
+    'schema',
+    'plan',
+    '--desired',
+    schemaDir,
+    ...excludeFlags(scope),
+    ...scope.protectedTables.flatMap((t) => ['--protected-table', t]),
+    '--out',
+    out,
+    '--json',
+  ];
+}
+
+/** `ptah schema apply --dry-run`: parses and validates the plan bytes, touches no database. Exit 0 valid. */
 export function applyDryRunCommand(planFile: string): string[] {
   return ['schema', 'apply', '--plan', planFile, '--dry-run', '--json'];
 }
 
-/** `ptah schema apply`: executes exactly the plan file. Exit 0 applied, 1/4 failed cleanly, 5 uncertain. */
-export function applyCommand(planFile: string): string[] {
-  return ['schema', 'apply', '--plan', planFile, '--json'];
+/** `ptah schema apply`: executes exactly the plan file. Exit 0 applied, 1 failed (rolled back), 4 stale, 5 uncertain. */
+export function applyCommand(planFile: string, lockTimeoutMs: number | undefined): string[] {
+  return [
+    'schema',
+    'apply',
+    '--plan',
+    planFile,
+    ...(lockTimeoutMs !== undefined ? ['--lock-timeout', String(lockTimeoutMs)] : []),
+    '--json',
+  ];
 }

@@ -18,6 +18,8 @@ after(() => roots.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 interface Behaviour {
   exit: number;
+  /** Written to the --out file of a plan. */
+  planFile?: string;
   stdout?: string;
   stderr?: string;
   sleepMs?: number;
@@ -98,15 +100,29 @@ async function run(
   };
 }
 
-const PLAN_DOC = JSON.stringify({ statements: ['CREATE TABLE t (id int);'], destructive: false }) + '\n';
-const EMPTY_PLAN = JSON.stringify({ statements: [] }) + '\n';
+const PLAN_DOC =
+  JSON.stringify({
+    statements: [{ sql: 'CREATE TABLE t (id int)' }],
+    destructive: false,
+    from_fingerprint: 'sha256:' + 'a'.repeat(64),
+    to_fingerprint: 'sha256:' + 'b'.repeat(64),
+  }) + '\n';
+const CHANGES_REPORT = JSON.stringify({ command: 'plan', planOutcome: 'Changes', statement_count: 1 });
+const NO_CHANGES = {
+  exit: 0,
+  stdout: JSON.stringify({ command: 'plan', planOutcome: 'NoChanges', statement_count: 0 }),
+};
+const CHANGES = { exit: 3, stdout: CHANGES_REPORT, planFile: PLAN_DOC };
 const sha = (b: string | Buffer) => 'sha256:' + createHash('sha256').update(b).digest('hex');
 
 describe('runner: Plan', () => {
   it('two identical plans, then a dry-run of those exact bytes, publish the bytes in the frame', async () => {
     const r = await run('plan', {
-      plan: { exit: 3, stdout: PLAN_DOC },
-      dryRun: { exit: 0, stdout: '{"statements":["x"]}' },
+      plan: CHANGES,
+      dryRun: {
+        exit: 0,
+        stdout: JSON.stringify({ outcome: 'validated', digest: sha(PLAN_DOC), statements: [{}] }),
+      },
     });
     assert.equal(r.exitCode, 0, r.stderr);
     assert.deepEqual(
@@ -118,8 +134,13 @@ describe('runner: Plan', () => {
     assert.equal(p?.planContentDigest, sha(PLAN_DOC));
     assert.equal(Buffer.from(p?.bytesBase64 ?? '', 'base64').toString(), PLAN_DOC);
     assert.equal(p?.statementCount, 1);
+    assert.equal(p?.dryRunStatements, 1);
     assert.equal(p?.destructive, false);
-    // The dry-run read exactly the planned bytes.
+    assert.equal(p?.observedStateFingerprint, 'sha256:' + 'a'.repeat(64));
+    assert.equal(p?.desiredStateFingerprint, 'sha256:' + 'b'.repeat(64));
+    // Each plan wrote its own file; the dry-run read exactly the planned bytes.
+    const outs = r.calls.slice(0, 2).map((c) => c.args[c.args.indexOf('--out') + 1]);
+    assert.notEqual(outs[0], outs[1]);
     assert.equal(Buffer.from(r.calls[2]!.planBytes!, 'base64').toString(), PLAN_DOC);
     // The URL only ever travels in env.
     for (const c of r.calls) {
@@ -135,14 +156,42 @@ describe('runner: Plan', () => {
     assert.match(r.termination, /^PTAH_RUNNER_SUMMARY_V1 \{.*"outcome":"succeeded"/);
   });
 
+  it('passes exclusions and protected tables to both plans', async () => {
+    const r = await run(
+      'plan',
+      { plan: NO_CHANGES },
+      { PTAH_EXCLUDE: '["audit_*"]', PTAH_PROTECTED_TABLES: '["public.accounts"]' },
+    );
+    for (const c of r.calls) {
+      assert.deepEqual(c.args.slice(c.args.indexOf('--exclude'), c.args.indexOf('--exclude') + 2), [
+        '--exclude',
+        'audit_*',
+      ]);
+      assert.ok(c.args.includes('--protected-table') && c.args.includes('public.accounts'));
+    }
+  });
+
+  it('a protected-table refusal is reported as protected_table, with nothing published', async () => {
+    const refusal = {
+      exit: 4,
+      stdout: JSON.stringify({
+        outcome: 'refused',
+        refusal: { table: 'public.accounts', reason: 'table public.accounts is protected' },
+      }),
+    };
+    const r = await run('plan', { plan: refusal });
+    assert.equal(r.result?.error?.code, 'protected_table');
+    assert.equal(r.result?.outputs.plan, undefined);
+  });
+
   it('the frame is the last thing on stdout', async () => {
-    const r = await run('plan', { plan: { exit: 0, stdout: EMPTY_PLAN } });
+    const r = await run('plan', { plan: NO_CHANGES });
     assert.ok(r.stdout.startsWith('PTAH_RESULT_V1 '));
     assert.ok(r.stdout.endsWith('PTAH_RESULT_END_V1\n'));
   });
 
   it('no change is believed only from both plans, and runs no dry-run', async () => {
-    const r = await run('plan', { plan: { exit: 0, stdout: EMPTY_PLAN } });
+    const r = await run('plan', { plan: NO_CHANGES });
     assert.equal(r.exitCode, 0);
     assert.equal(r.result?.outputs.plan?.planOutcome, 'NoChanges');
     assert.equal(r.result?.outputs.plan?.bytesBase64, undefined);
@@ -153,12 +202,7 @@ describe('runner: Plan', () => {
   });
 
   it('plans that differ by one byte are refused, and nothing is dry-run', async () => {
-    const r = await run('plan', {
-      plan: [
-        { exit: 3, stdout: PLAN_DOC },
-        { exit: 3, stdout: PLAN_DOC.replace('id', 'ID') },
-      ],
-    });
+    const r = await run('plan', { plan: [CHANGES, { ...CHANGES, planFile: PLAN_DOC.replace('id', 'ID') }] });
     assert.equal(r.exitCode, 1);
     assert.equal(r.result?.outcome, 'failed');
     assert.equal(r.result?.error?.code, 'plans_differ');
@@ -168,45 +212,48 @@ describe('runner: Plan', () => {
     );
   });
 
-  it('an empty or unreadable plan never reads as convergence', async () => {
+  it('one plan with changes and one without are refused', async () => {
+    const r = await run('plan', { plan: [CHANGES, NO_CHANGES] });
+    assert.equal(r.result?.error?.code, 'plans_differ');
+  });
+
+  it('an empty or unreadable report never reads as convergence', async () => {
     const r = await run('plan', { plan: { exit: 0, stdout: '' } });
     assert.equal(r.result?.outcome, 'failed');
     assert.equal(r.result?.error?.code, 'plan_unreadable');
     assert.equal(r.result?.outputs.plan, undefined);
+    const noFile = await run('plan', { plan: { exit: 3, stdout: CHANGES_REPORT } });
+    assert.equal(noFile.result?.error?.code, 'plan_unreadable');
   });
 
-  it('exit code and plan document must agree', async () => {
-    const r = await run('plan', { plan: { exit: 0, stdout: PLAN_DOC } });
+  it('exit code and report must agree', async () => {
+    const r = await run('plan', { plan: { exit: 0, stdout: CHANGES_REPORT } });
     assert.equal(r.result?.error?.code, 'plan_inconsistent');
   });
 
   it('a plan over the byte limit is refused', async () => {
-    const r = await run(
-      'plan',
-      { plan: { exit: 3, stdout: '', stdoutRepeat: 'x', times: 2000 } },
-      {},
-      undefined,
-    );
-    assert.equal(r.result?.error?.code, 'plan_unreadable');
-    const big = await runWithArgs(['--operation', 'plan', '--max-plan-bytes', '1000'], {
-      plan: { exit: 3, stdout: '', stdoutRepeat: 'x', times: 2000 },
-    });
+    const big = await runWithArgs(['--operation', 'plan', '--max-plan-bytes', '100'], { plan: CHANGES });
     assert.equal(big.result?.error?.code, 'plan_too_large');
   });
 
   it('a failed dry-run fails the plan', async () => {
-    const r = await run('plan', {
-      plan: { exit: 3, stdout: PLAN_DOC },
-      dryRun: { exit: 1, stderr: 'syntax error at 1\n' },
-    });
+    const r = await run('plan', { plan: CHANGES, dryRun: { exit: 1, stderr: 'syntax error at 1\n' } });
     assert.equal(r.exitCode, 1);
     assert.equal(r.result?.error?.code, 'dry_run_failed');
     assert.match(r.result?.error?.message ?? '', /syntax error at 1/);
   });
 
+  it('a dry-run naming other bytes fails the plan', async () => {
+    const r = await run('plan', {
+      plan: CHANGES,
+      dryRun: { exit: 0, stdout: JSON.stringify({ digest: sha('other') }) },
+    });
+    assert.equal(r.result?.error?.code, 'dry_run_mismatch');
+  });
+
   it('a dev URL reaches Plan only', async () => {
     const devUrl = 'postgres://dev:devpassword99@127.0.0.1:5433/scratch';
-    const r = await run('plan', { plan: { exit: 0, stdout: EMPTY_PLAN } }, { PTAH_DEV_URL: devUrl });
+    const r = await run('plan', { plan: NO_CHANGES }, { PTAH_DEV_URL: devUrl });
     assert.equal(r.calls[0]?.hasDevUrl, true);
     const o = await run(
       'observe',
@@ -295,7 +342,7 @@ describe('runner: redaction', () => {
 
   it('a plan document carrying the credential is refused, not published', async () => {
     const doc = JSON.stringify({ statements: [`-- ${DB_URL}`] });
-    const r = await run('plan', { plan: { exit: 3, stdout: doc }, dryRun: { exit: 0, stdout: '{}' } });
+    const r = await run('plan', { plan: { ...CHANGES, planFile: doc }, dryRun: { exit: 0, stdout: '{}' } });
     assert.equal(r.result?.error?.code, 'credential_in_plan');
     assert.equal(r.result?.outputs.plan, undefined);
     assert.ok(!r.stdout.includes(PASSWORD));
@@ -330,6 +377,30 @@ describe('runner: Observe', () => {
       categories: { missing_table: 2, extra_column: 1 },
     });
     assert.ok(!r.stdout.includes('secret_table_name'));
+  });
+
+  it('reads the engine report shape: stated totals, categories and highest severity', async () => {
+    const report = JSON.stringify({
+      command: 'drift',
+      digest: 'sha256:' + '1'.repeat(64),
+      drifted: true,
+      total: 4,
+      highest_severity: 'destructive',
+      categories: { missing_column: 1, extra_table: 2 },
+      findings: [
+        { category: 'missing_column', count: 1, severity: 'warning' },
+        { category: 'extra_table', count: 2, severity: 'destructive' },
+      ],
+      uncategorised: 1,
+    });
+    const r = await run('observe', { drift: { exit: 3, stdout: report } });
+    assert.deepEqual(r.result?.outputs.drift, {
+      reportDigest: sha(report),
+      drifted: true,
+      total: 4,
+      highestSeverity: 'destructive',
+      categories: { extra_table: 2, missing_column: 1 },
+    });
   });
 
   it('exit 0 with findings is inconsistent and refused', async () => {
@@ -424,11 +495,7 @@ describe('runner: options', () => {
   });
 
   it('a Job of another runner protocol is refused before ptah starts', async () => {
-    const r = await run(
-      'plan',
-      { plan: { exit: 0, stdout: EMPTY_PLAN } },
-      { PTAH_RUNNER_PROTOCOL_VERSION: '99' },
-    );
+    const r = await run('plan', { plan: NO_CHANGES }, { PTAH_RUNNER_PROTOCOL_VERSION: '99' });
     assert.equal(r.exitCode, 2);
     assert.equal(r.result?.error?.code, 'runner_protocol_mismatch');
     assert.equal(r.calls.length, 0);
