@@ -13,6 +13,13 @@ export interface ManagedProcess {
   exited(): boolean;
 }
 
+// Children still running when this process exits (a test that threw before its cleanup, a Ctrl-C) would
+// otherwise be orphaned with their ports open; kill them on the way out.
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
 export function startProcess(
   name: string,
   command: string,
@@ -24,9 +31,11 @@ export function startProcess(
   const child = spawn(command, args, { ...options, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   let done = false;
+  live.add(child);
   const exit = new Promise<void>((resolve) => {
     child.once('exit', () => {
       done = true;
+      live.delete(child);
       resolve();
     });
     child.once('error', () => {
