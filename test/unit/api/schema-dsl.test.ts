@@ -1,7 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ptahSchemaSpec } from '../../../src/api/ptah-schema.ts';
-import { validate } from '../../../src/api/schema-dsl.ts';
+import {
+  array,
+  boolean,
+  defaulted,
+  enumOf,
+  integer,
+  object,
+  openApi,
+  optional,
+  record,
+  string,
+  validate,
+  withRules,
+  type Infer,
+} from '../../../src/api/schema-dsl.ts';
 
 const minimalSpec = {
   target: { engine: 'postgres', coordinationKey: 'orders-db', urlFrom: { name: 'orders-db', key: 'url' } },
@@ -65,4 +79,60 @@ describe('PtahSchema spec validation and defaults', () => {
       );
     });
   }
+});
+
+describe('schema language', () => {
+  const item = object({ name: string({ maxLength: 8 }), size: defaulted(integer({ minimum: 0 }), 1) });
+  const node = object({
+    items: optional(array(item, { maxItems: 3, listType: 'map', mapKeys: ['name'] })),
+    tags: optional(array(string({ maxLength: 8 }), { maxItems: 4, listType: 'set' })),
+    labels: optional(record(string({ maxLength: 8 }), { maxProperties: 2 })),
+    mode: defaulted(enumOf(['a', 'b']), 'a'),
+  });
+
+  it('infers optional, defaulted and required members into the TypeScript type', () => {
+    const v: Infer<typeof node> = { mode: 'b' };
+    assert.equal(v.items, undefined);
+  });
+
+  it('fills defaults inside list items and leaves optional members absent', () => {
+    const r = validate(node, { items: [{ name: 'x' }] });
+    assert.deepEqual(r.value, { items: [{ name: 'x', size: 1 }], mode: 'a' });
+    assert.equal(r.ok, true);
+  });
+
+  it('writes defaults, required members and list semantics into the OpenAPI schema', () => {
+    const s = openApi(node);
+    assert.equal(s.required, undefined);
+    assert.equal(s.properties?.['mode']?.default, 'a');
+    assert.deepEqual(s.properties?.['items']?.['x-kubernetes-list-map-keys'], ['name']);
+    assert.deepEqual(s.properties?.['items']?.items?.required, ['name']);
+    assert.equal(s.properties?.['tags']?.['x-kubernetes-list-type'], 'set');
+    assert.equal(s.properties?.['labels']?.additionalProperties?.type, 'string');
+  });
+
+  const refusals: [string, unknown, RegExp][] = [
+    ['a duplicate in a set', { tags: ['a', 'a'] }, /tags\[1\]: duplicates/],
+    ['a duplicate map key', { items: [{ name: 'x' }, { name: 'x', size: 2 }] }, /items\[1\]: duplicates/],
+    ['too many record entries', { labels: { a: 'x', b: 'y', c: 'z' } }, /at most 2 entries/],
+    ['a string over its length', { tags: ['123456789'] }, /at most 8 characters/],
+    ['a negative integer', { items: [{ name: 'x', size: -1 }] }, /at least 0/],
+    ['a fraction where an integer belongs', { items: [{ name: 'x', size: 1.5 }] }, /must be an integer/],
+  ];
+  for (const [name, value, message] of refusals) {
+    it(`refuses ${name}`, () => {
+      const r = validate(node, value);
+      assert.ok(
+        r.errors.some((e) => message.test(e)),
+        JSON.stringify(r.errors),
+      );
+    });
+  }
+
+  it('places CEL rules on the node they judge', () => {
+    const s = openApi(
+      withRules(object({ a: optional(boolean()) }), [{ rule: 'has(self.a)', message: 'a is needed' }]),
+    );
+    assert.deepEqual(s['x-kubernetes-validations'], [{ rule: 'has(self.a)', message: 'a is needed' }]);
+  });
 });
