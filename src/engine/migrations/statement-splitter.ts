@@ -1,9 +1,10 @@
 /**
  * Splits a migration file into statements at top-level semicolons. It understands what can hide a
  * semicolon: quoted strings and identifiers, comments, parentheses, PostgreSQL dollar-quoted bodies and
- * PostgreSQL SQL-standard function bodies (`CREATE FUNCTION … BEGIN ATOMIC …; …; END`). A statement's
+ * routine bodies: PostgreSQL SQL-standard bodies (`CREATE FUNCTION … BEGIN ATOMIC …; …; END`) and MySQL
+ * compound statements in procedures, functions, triggers and events (`BEGIN … IF …; END IF; … END`), so a
+ * MySQL file needs no `DELIMITER` (which is a mysql-client command, not SQL, and is not supported). A statement's
  * position is its 1-based index in the file; pieces that are only comments or blank are not statements.
- * `DELIMITER` is not supported (it is a mysql-client command, not SQL).
  */
 
 export type SplitDialect = 'postgres' | 'mysql';
@@ -25,12 +26,20 @@ const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/;
 const WORD = /[A-Za-z_][A-Za-z0-9_$]*/y;
 const WORD_CHAR = /[A-Za-z0-9_$]/;
 
+interface BodyTracker {
+  /** Nesting depth of BEGIN … END style blocks; semicolons split only at depth 0. */
+  readonly depth: number;
+  /** A word outside quotes and comments; `prev` is the previous token (lower-cased word or punctuation). */
+  word(w: string, parenDepth: number, prev: string): void;
+  reset(): void;
+}
+
 /**
- * Tracks whether a PostgreSQL statement is a routine definition (`CREATE [OR REPLACE] FUNCTION|PROCEDURE`)
- * and, inside one, the nesting of BEGIN … END and CASE … END, so that semicolons in a SQL-standard body
- * do not end the statement. Only the statement's leading words decide whether it is a routine.
+ * PostgreSQL: in a routine definition (`CREATE [OR REPLACE] FUNCTION|PROCEDURE`) tracks BEGIN … END and
+ * CASE … END nesting, so that semicolons in a SQL-standard body do not end the statement. Only the
+ * statement's leading words decide whether it is a routine.
  */
-class RoutineBodyTracker {
+class PgRoutineBody implements BodyTracker {
   private words: string[] = [];
   depth = 0;
 
@@ -56,10 +65,58 @@ class RoutineBodyTracker {
   }
 }
 
+/** Tokens after which a MySQL compound-statement keyword starts a statement rather than an expression. */
+const MYSQL_STATEMENT_START = new Set([';', ':', 'begin', 'then', 'else', 'do', 'loop', 'repeat', 'row']);
+const MYSQL_ROUTINE_KINDS = new Set(['procedure', 'function', 'trigger', 'event']);
+
+/**
+ * MySQL/MariaDB: in `CREATE … PROCEDURE|FUNCTION|TRIGGER|EVENT` tracks compound statements: BEGIN … END,
+ * CASE … END [CASE], and IF/LOOP/REPEAT/WHILE … END <kind> when the keyword starts a statement (so the
+ * IF() and REPEAT() functions do not count, nor the IF/LOOP after END).
+ */
+class MysqlCompoundBody implements BodyTracker {
+  private count = 0;
+  private routine: boolean | undefined;
+  depth = 0;
+
+  reset(): void {
+    this.count = 0;
+    this.routine = undefined;
+    this.depth = 0;
+  }
+
+  word(w: string, parenDepth: number, prev: string): void {
+    const lower = w.toLowerCase();
+    this.count++;
+    if (this.count === 1) {
+      this.routine = lower === 'create' ? undefined : false;
+      return;
+    }
+    // The kind appears after CREATE, optional OR REPLACE, DEFINER = …, AGGREGATE, within a few words.
+    if (this.routine === undefined) {
+      if (MYSQL_ROUTINE_KINDS.has(lower)) this.routine = true;
+      else if (this.count > 10) this.routine = false;
+      return;
+    }
+    if (!this.routine || parenDepth > 0) return;
+    if (lower === 'begin') this.depth++;
+    else if (lower === 'case' && this.depth > 0 && prev !== 'end') this.depth++;
+    else if (lower === 'end' && this.depth > 0) this.depth--;
+    else if (
+      (lower === 'if' || lower === 'loop' || lower === 'repeat' || lower === 'while') &&
+      MYSQL_STATEMENT_START.has(prev)
+    ) {
+      this.depth++;
+    }
+  }
+}
+
 export function splitStatements(sql: string, dialect: SplitDialect): SplitStatement[] {
   const out: SplitStatement[] = [];
   const n = sql.length;
-  const routine = new RoutineBodyTracker();
+  const routine: BodyTracker = dialect === 'postgres' ? new PgRoutineBody() : new MysqlCompoundBody();
+  /** The previous token, for the MySQL tracker: a lower-cased word, a punctuation character, or `'`. */
+  let prev = '';
   let start = 0;
   let i = 0;
   let parens = 0;
@@ -75,6 +132,7 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
     if (hasCode && text !== '') out.push({ index: out.length + 1, sql: text, line: lineOf(sql, codeStart) });
     hasCode = false;
     parens = 0;
+    prev = '';
     routine.reset();
   };
   const skipQuoted = (quote: string, backslash: boolean): void => {
@@ -132,7 +190,10 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
         push(i);
         i++;
         start = i;
-      } else i++;
+      } else {
+        prev = ';';
+        i++;
+      }
       continue;
     }
     if (/\s/.test(c)) {
@@ -142,18 +203,21 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
     markCode();
     if (c === "'") {
       // PostgreSQL: E'...' strings honour backslashes; standard strings do not. MySQL: backslashes escape.
-      const prev = sql[i - 1] ?? '';
+      const before = sql[i - 1] ?? '';
       const escaped =
-        dialect === 'mysql' || ((prev === 'E' || prev === 'e') && !WORD_CHAR.test(sql[i - 2] ?? ''));
+        dialect === 'mysql' || ((before === 'E' || before === 'e') && !WORD_CHAR.test(sql[i - 2] ?? ''));
       skipQuoted("'", escaped);
+      prev = "'";
       continue;
     }
     if (c === '"') {
       skipQuoted('"', dialect === 'mysql');
+      prev = "'";
       continue;
     }
     if (c === '`' && dialect === 'mysql') {
       skipQuoted('`', false);
+      prev = "'";
       continue;
     }
     if (c === '$' && dialect === 'postgres' && !WORD_CHAR.test(sql[i - 1] ?? '')) {
@@ -174,10 +238,12 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
       WORD.lastIndex = i;
       const w = WORD.exec(sql)?.[0] ?? c;
       // An E'' string prefix is read as a word here; the quote after it is left to the string rule.
-      if (dialect === 'postgres') routine.word(w, parens);
+      routine.word(w, parens, prev);
+      prev = w.toLowerCase();
       i += w.length;
       continue;
     }
+    prev = c;
     i++;
   }
   push(n);

@@ -444,6 +444,42 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       }
     });
 
+    test('routine bodies with inner semicolons run as one statement (no DELIMITER)', async () => {
+      const url = await newDb();
+      const routine: Record<Dialect, string> = {
+        postgres: [
+          'CREATE TABLE t (v int);',
+          'CREATE PROCEDURE fill(n int) LANGUAGE sql',
+          'BEGIN ATOMIC',
+          '  INSERT INTO t VALUES (n);',
+          '  INSERT INTO t VALUES (CASE WHEN n > 0 THEN n + 1 ELSE 0 END);',
+          'END;',
+          'CALL fill(1);',
+        ].join('\n'),
+        mysql: [
+          'CREATE TABLE t (v int);',
+          'CREATE PROCEDURE fill(n INT)',
+          'BEGIN',
+          '  DECLARE i INT DEFAULT 0;',
+          '  WHILE i < 2 DO',
+          '    INSERT INTO t VALUES (IF(n > 0, n + i, 0));',
+          '    SET i = i + 1;',
+          '  END WHILE;',
+          'END;',
+          'CREATE TRIGGER t_default BEFORE INSERT ON t FOR EACH ROW BEGIN IF NEW.v IS NULL THEN SET NEW.v = 0; END IF; END;',
+          'CALL fill(1);',
+        ].join('\n'),
+      };
+      const dir = migrationDir({ '1_routine.sql': routine[dialect] });
+      const run = await up(dir, url);
+      assert.equal(run.result.outcome, 'applied', JSON.stringify(run.result));
+      const values = await rows(dialect, url, 'SELECT v FROM t ORDER BY v');
+      assert.deepEqual(
+        values.map((r) => Number(r['v'])),
+        [1, 2],
+      );
+    });
+
     test('two concurrent up runs never interleave: the second waits, a third times out', async () => {
       const url = await newDb();
       const dir = migrationDir({

@@ -105,3 +105,36 @@ test('PostgreSQL: the splitter agrees with the real parser (libpg-query) on stat
     );
   }
 });
+
+test('MySQL: procedures, triggers and events with compound bodies need no DELIMITER', () => {
+  const sql = [
+    'CREATE DEFINER = CURRENT_USER PROCEDURE fill(IN n INT)',
+    'BEGIN',
+    '  DECLARE i INT DEFAULT 0;',
+    '  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN SET i = n; END;',
+    '  IF n > 100 THEN SET n = 100; ELSEIF n < 0 THEN SET n = 0; END IF;',
+    '  lbl: WHILE i < n DO',
+    "    INSERT INTO t VALUES (i, IF(i > 1, 'a;', 'b'), REPEAT('x', 2));",
+    '    CASE WHEN i = 5 THEN SET i = i + 1; ELSE SET i = i + 1; END CASE;',
+    '  END WHILE lbl;',
+    '  REPEAT SET i = i - 1; UNTIL i <= 0 END REPEAT;',
+    'END;',
+    'CREATE TRIGGER trg BEFORE INSERT ON t FOR EACH ROW BEGIN IF NEW.a IS NULL THEN SET NEW.a = 0; END IF; END;',
+    'CREATE EVENT ev ON SCHEDULE EVERY 1 DAY DO BEGIN DELETE FROM t; END;',
+    'CREATE TABLE event_log (id int, `begin` int);',
+    "SELECT IF(1, 'x', 'y');",
+    'BEGIN;',
+    'COMMIT',
+  ].join('\n');
+  const parts = texts(sql, 'mysql');
+  assert.equal(parts.length, 7, parts.join('\n---\n'));
+  assert.match(parts[0] ?? '', /^CREATE DEFINER[\s\S]*END REPEAT;\nEND$/);
+  assert.match(parts[1] ?? '', /^CREATE TRIGGER[\s\S]*END IF; END$/);
+  assert.match(parts[2] ?? '', /^CREATE EVENT[\s\S]*DELETE FROM t; END$/);
+  assert.deepEqual(parts.slice(3), [
+    'CREATE TABLE event_log (id int, `begin` int)',
+    "SELECT IF(1, 'x', 'y')",
+    'BEGIN',
+    'COMMIT',
+  ]);
+});
