@@ -485,6 +485,42 @@ describe('runner: Apply', () => {
   });
 });
 
+describe('runner: stopping', () => {
+  it('a Pod stop during Apply stops ptah and reports the outcome as uncertain, still framed', async () => {
+    const dir = workspace({ apply: { exit: 0, sleepMs: 10_000 } });
+    mkdirSync(join(dir, 'plan'));
+    writeFileSync(join(dir, 'plan', '000.plan'), PLAN_DOC);
+    const controller = new AbortController();
+    let stdout = '';
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    const exitCode = await runRunner(
+      ['--operation', 'apply'],
+      {
+        PATH: process.env['PATH'],
+        TMPDIR: dir,
+        PTAH_DB_URL: DB_URL,
+        PTAH_OPERATION_ID: OP_ID,
+        PTAH_PLAN_DIR: join(dir, 'plan'),
+        PTAH_WORK_DIR: dir,
+        PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC),
+        PTAH_TERMINATION_MESSAGE_PATH: join(dir, 'termination-log'),
+        PTAH_TERMINATION_GRACE_PERIOD_SECONDS: '3',
+        PTAH_RUNNER_PTAH_BINARY: FAKE_PTAH,
+      },
+      { writeStdout: (t) => (stdout += t), writeStderr: () => undefined, signal: controller.signal },
+    );
+    assert.ok(Date.now() - started < 5000, 'ptah was stopped, not waited for');
+    assert.equal(exitCode, 5);
+    const d = decodeFrame(stdout);
+    assert.equal(d.kind, 'complete');
+    if (d.kind === 'complete') {
+      assert.equal(d.result.outcome, 'uncertain');
+      assert.match(d.result.error?.message ?? '', /terminating/);
+    }
+  });
+});
+
 describe('runner: options', () => {
   it('a missing operation id is refused naming the field, with no frame but a termination message', async () => {
     const r = await run('observe', {}, { PTAH_OPERATION_ID: '' });
