@@ -168,8 +168,17 @@ const tableName = string({
 });
 
 export const policy = object({
-  apply: defaulted(enumOf(APPLY_POLICIES), 'OnApproval'),
-  allowDestructive: defaulted(boolean(), false),
+  apply: defaulted(
+    enumOf(APPLY_POLICIES, {
+      description:
+        'Never records plans and applies none; OnApproval waits for a PtahSchemaApproval; Always applies.',
+    }),
+    'OnApproval',
+  ),
+  allowDestructive: defaulted(
+    boolean({ description: 'Whether a plan that drops or narrows something may be applied at all.' }),
+    false,
+  ),
   protectedTables: optional(
     array(tableName, {
       description: 'Tables (table or schema.table) the declarative path may never change.',
@@ -201,7 +210,10 @@ const duration = (description: string, min: string, max: string) =>
   });
 
 export const execution = object({
-  activeDeadlineSeconds: defaulted(integer({ minimum: 30, maximum: 86400 }), 900),
+  activeDeadlineSeconds: defaulted(
+    integer({ minimum: 30, maximum: 86400, description: 'Deadline of every operation Job and its Pod.' }),
+    900,
+  ),
   failureRetryInterval: defaulted(duration('Wait before a failed operation is retried.', '5s', '1h'), '30s'),
 });
 
@@ -215,14 +227,17 @@ export const ptahSchemaSpec = object({
 });
 export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
 
-export const executionBinding = object({
-  managerImage: string({ maxLength: 512 }),
-  managerRevision: string({ maxLength: 128 }),
-  controllerStateVersion: integer({ minimum: 1 }),
-  ptahVersion: string({ maxLength: 128 }),
-  runnerImage: string({ maxLength: 512 }),
-  runnerProtocolVersion: integer({ minimum: 1 }),
-});
+export const executionBinding = object(
+  {
+    managerImage: string({ maxLength: 512 }),
+    managerRevision: string({ maxLength: 128 }),
+    controllerStateVersion: integer({ minimum: 1 }),
+    ptahVersion: string({ maxLength: 128 }),
+    runnerImage: string({ maxLength: 512 }),
+    runnerProtocolVersion: integer({ minimum: 1 }),
+  },
+  { description: 'The manager, engine and runner releases operations run under; bound into every plan.' },
+);
 export type ExecutionBinding = Infer<typeof executionBinding>;
 
 export const resolution = object({
@@ -257,17 +272,24 @@ export const driftCategory = object({
 export const drift = object({
   reportDigest: digest('Digest of the raw drift report, which stays inside the runner.'),
   dialect: enumOf(['postgres', 'mysql']),
-  total: integer({ minimum: 0 }),
+  total: integer({ minimum: 0, description: 'Number of drift findings.' }),
   highestSeverity: enumOf(DRIFT_SEVERITIES),
-  categories: optional(array(driftCategory, { maxItems: 64, listType: 'map', mapKeys: ['category'] })),
-  truncated: optional(boolean()),
+  categories: optional(
+    array(driftCategory, {
+      description: 'Counts per category, never names or values.',
+      maxItems: 64,
+      listType: 'map',
+      mapKeys: ['category'],
+    }),
+  ),
+  truncated: optional(boolean({ description: 'More categories existed than are listed.' })),
   observedAt: timestamp('When the drift was read.'),
 });
 export type DriftSummary = Infer<typeof drift>;
 
 export const claim = object(
   {
-    type: enumOf(OPERATION_TYPES),
+    type: enumOf(OPERATION_TYPES, { description: 'The operation claimed.' }),
     operationId: digest('Deterministic id of the operation.'),
     inputsFingerprint: digest('Digest of everything the operation was decided from.'),
     jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
@@ -298,7 +320,7 @@ export const planStatus = object({
   uid: uid('UID of the plan.'),
   fingerprint: digest('Fingerprint an approval must name.'),
   contentDigest: digest('SHA-256 of the plan bytes.'),
-  destructive: boolean(),
+  destructive: boolean({ description: 'Whether the plan drops or narrows something.' }),
   statementCount: integer({ minimum: 0 }),
   createdAt: timestamp('When the plan was published.'),
   approval: optional(
@@ -355,7 +377,7 @@ export type Journal = Infer<typeof journal>;
 
 export const ptahSchemaStatus = object({
   observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
-  phase: optional(enumOf(SCHEMA_PHASES)),
+  phase: optional(enumOf(SCHEMA_PHASES, { description: 'Where the resource is in its lifecycle.' })),
   conditions: optional(conditions),
   executionBinding: optional(executionBinding),
   resolution: optional(resolution),
