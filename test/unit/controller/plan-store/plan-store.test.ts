@@ -196,6 +196,23 @@ describe('reassembling a plan', () => {
     });
   }
 
+  for (const size of [
+    1,
+    MAX_CHUNK_BYTES - 1,
+    MAX_CHUNK_BYTES,
+    MAX_CHUNK_BYTES + 1,
+    MAX_PLAN_BYTES - 1,
+    MAX_PLAN_BYTES,
+  ]) {
+    it(`round-trips a plan of ${size} bytes through ${Math.ceil(size / MAX_CHUNK_BYTES)} chunks`, () => {
+      const b = bytesOf(size);
+      const { plan, store } = publish(b);
+      assert.equal(plan.spec.chunks.length, Math.ceil(size / MAX_CHUNK_BYTES));
+      const r = reassemblePlan(plan, (n) => store.get(n));
+      assert.ok(r.ok && Buffer.from(r.bytes).equals(b));
+    });
+  }
+
   it('refuses chunks committed out of order', () => {
     const { plan, store } = publish(bytes);
     const chunks = plan.status!.publishedChunks!;
