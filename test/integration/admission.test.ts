@@ -163,7 +163,11 @@ before(async () => {
       kind: 'PtahSchema',
       metadata: { name: 'orders' },
       spec: {
-        target: { engine: 'postgres', coordinationKey: 'orders-db', urlFrom: { name: 'orders-db', key: 'url' } },
+        target: {
+          engine: 'postgres',
+          coordinationKey: 'orders-db',
+          urlFrom: { name: 'orders-db', key: 'url' },
+        },
         desired: { configMap: { name: 'orders-schema', files: [{ key: 'schema.sql' }] } },
       },
     },
