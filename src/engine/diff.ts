@@ -86,8 +86,9 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   }
 
   // Extensions: schema and version compare only when the desired state states them.
-  const fromExt = keyed(from.extensions);
-  const toExt = keyed(to.extensions);
+  // An extension's name is unique in a database; its schema is an attribute, not part of its identity.
+  const fromExt = new Map([...from.extensions].sort((a, b) => cmp(a.name, b.name)).map((e) => [e.name, e]));
+  const toExt = new Map([...to.extensions].sort((a, b) => cmp(a.name, b.name)).map((e) => [e.name, e]));
   for (const [k, e] of toExt) {
     const live = fromExt.get(k);
     if (!live) push({ kind: 'CreateExtension', extension: e });
@@ -111,6 +112,12 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
     const live = fromEnum.get(k);
     if (!live) {
       push({ kind: 'CreateEnum', type: e });
+      if (e.comment !== undefined)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'TYPE', schema: e.schema, name: e.name },
+          comment: e.comment,
+        });
     } else {
       const removed = live.values.filter((v) => !e.values.includes(v));
       const kept = e.values.filter((v) => live.values.includes(v));
@@ -156,8 +163,15 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   const toSeq = keyed(to.sequences);
   for (const [k, s] of toSeq) {
     const live = fromSeq.get(k);
-    if (!live) push({ kind: 'CreateSequence', sequence: s });
-    else {
+    if (!live) {
+      push({ kind: 'CreateSequence', sequence: s });
+      if (s.comment !== undefined)
+        push({
+          kind: 'SetComment',
+          target: { objectType: 'SEQUENCE', schema: s.schema, name: s.name },
+          comment: s.comment,
+        });
+    } else {
       const fields = ['dataType', 'start', 'increment', 'min', 'max', 'cache', 'cycle', 'ownedBy'] as const;
       if (fields.some((f) => live[f] !== s[f])) push({ kind: 'AlterSequence', from: live, sequence: s });
       if (live.comment !== s.comment)

@@ -41,7 +41,10 @@ export interface MigrationAdapter {
   execute(sql: string): Promise<void>;
   classifyError(error: unknown): StatementErrorClass;
 
-  /** `table.column type` for every column of every table in the schema except the revision table. */
+  /**
+   * `table.column type` for every column of every table in the connection's current schema (where
+   * unqualified objects are created), except the revision table.
+   */
   describeColumns(): Promise<string[]>;
   close(): Promise<void>;
 }

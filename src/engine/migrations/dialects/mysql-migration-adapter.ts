@@ -174,7 +174,7 @@ export async function openMysqlMigrationAdapter(
     async describeColumns() {
       const [rows] = await conn.query<RowDataPacket[]>(
         `SELECT CONCAT(table_name, '.', column_name, ' ', column_type) AS c FROM information_schema.columns
-         WHERE table_schema = ? AND table_name <> ? ORDER BY 1`,
+         WHERE table_schema = DATABASE() AND NOT (table_schema = ? AND table_name = ?) ORDER BY 1`,
         [schemaName, name.table],
       );
       return rows.map((row) => String(row['c']));

@@ -158,7 +158,7 @@ export async function openPgMigrationAdapter(
     async describeColumns() {
       const r = await client.query<{ c: string }>(
         `SELECT table_name || '.' || column_name || ' ' || data_type AS c FROM information_schema.columns
-         WHERE table_schema = $1 AND table_name <> $2 ORDER BY 1`,
+         WHERE table_schema = current_schema() AND NOT (table_schema = $1 AND table_name = $2) ORDER BY 1`,
         [schemaName, name.table],
       );
       return r.rows.map((row) => row.c);
