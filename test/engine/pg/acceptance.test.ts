@@ -1,0 +1,258 @@
+// Acceptance properties of the schema engine on a real PostgreSQL: sample schemas converge from empty,
+// plans are byte-identical, protected tables refuse, exclusions are invisible, stale plans are refused,
+// and a failing statement reports its position and SQLSTATE and leaves the database as it was.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
+import { postgresDialect as dialect } from '../../../src/engine/pg/pg-dialect.ts';
+import { applyPlan, drift, inspect, plan } from '../../../src/engine/schema-engine.ts';
+
+const SAMPLES = ['dvd-rental.sql', 'music-store.sql', 'northwind-orders.sql'];
+const sample = (f: string) => readFileSync(join(import.meta.dirname, '../../fixtures/schemas', f), 'utf8');
+const files = (sql: string) => ({ files: [{ path: 'desired.sql', sql }] });
+
+describe('schema engine acceptance (postgres)', () => {
+  let server: PostgresServer;
+  let n = 0;
+  const fresh = async () => {
+    const db = `acc_${n++}`;
+    const a = new pg.Client({ connectionString: server.adminUrl });
+    await a.connect();
+    await a.query(`CREATE DATABASE ${db}`);
+    await a.end();
+    return server.adminUrl.replace(/\/postgres$/, `/${db}`);
+  };
+  const sql = async (url: string, text: string) => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      return (await c.query(text)).rows as Record<string, unknown>[];
+    } finally {
+      await c.end();
+    }
+  };
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  for (const f of SAMPLES) {
+    test(`sample ${f} converges from an empty database`, async () => {
+      const url = await fresh();
+      const first = await plan(url, dialect, files(sample(f)));
+      assert.equal(first.outcome, 'changes');
+      const applied = await applyPlan(url, Buffer.from(first.bytes ?? ''));
+      assert.equal(applied.outcome, 'applied', JSON.stringify(applied.failure));
+      assert.equal(applied.digest, first.digest);
+      const again = await plan(url, dialect, files(sample(f)));
+      assert.equal(again.outcome, 'no_changes', again.changes.map((c) => c.kind).join(', '));
+      const d = await drift(url, dialect, files(sample(f)));
+      assert.equal(d.drifted, false);
+      assert.equal(d.total, 0);
+    });
+  }
+
+  test('a sample normalised through a dev database converges too', async () => {
+    const url = await fresh();
+    const dev = await fresh();
+    const source = { ...files(sample('music-store.sql')), devUrl: dev };
+    const first = await plan(url, dialect, source);
+    assert.equal((await applyPlan(url, Buffer.from(first.bytes ?? ''))).outcome, 'applied');
+    assert.equal((await plan(url, dialect, source)).outcome, 'no_changes');
+    // The dev database is left empty: the desired SQL ran in a rolled-back transaction.
+    assert.equal((await inspect(dev, dialect)).model.tables.length, 0);
+  });
+
+  test('two plans of the same inputs are byte-identical', async () => {
+    const url = await fresh();
+    await sql(url, 'CREATE TABLE legacy (id int PRIMARY KEY, v text); CREATE TABLE "Other" (x int)');
+    const a = await plan(url, dialect, files(sample('dvd-rental.sql')));
+    const b = await plan(url, dialect, files(sample('dvd-rental.sql')));
+    assert.ok((a.bytes ?? '').length > 1000);
+    assert.equal(a.bytes, b.bytes);
+    assert.equal(
+      a.digest,
+      `sha256:${createHash('sha256')
+        .update(a.bytes ?? '')
+        .digest('hex')}`,
+    );
+    const doc = JSON.parse(a.bytes ?? '{}') as Record<string, unknown>;
+    assert.deepEqual(Object.keys(doc).sort(), [
+      'destructive',
+      'dialect',
+      'format_version',
+      'from_fingerprint',
+      'managed_rows',
+      'rows_fingerprint',
+      'statements',
+      'to_fingerprint',
+    ]);
+    assert.equal(doc['destructive'], true, 'dropping legacy and Other is destructive');
+    assert.deepEqual(doc['managed_rows'], [
+      { columns: ['category_id', 'name'], key: ['category_id'], schema: 'public', table: 'category' },
+      { columns: ['language_id', 'name'], key: ['language_id'], schema: 'public', table: 'language' },
+    ]);
+    assert.match(String(doc['rows_fingerprint']), /^sha256:[0-9a-f]{64}$/);
+    assert.ok(!JSON.stringify(doc['managed_rows']).includes('English'));
+  });
+
+  test('a protected table in the way refuses the plan with no SQL', async () => {
+    const url = await fresh();
+    await sql(url, 'CREATE TABLE accounts (id int PRIMARY KEY); CREATE TABLE other (id int PRIMARY KEY)');
+    const desired =
+      'CREATE TABLE accounts (id int PRIMARY KEY, balance int); CREATE TABLE other (id int PRIMARY KEY, x int);';
+    const r = await plan(url, dialect, files(desired), { protectedTables: ['accounts'] });
+    assert.equal(r.outcome, 'refused');
+    assert.equal(r.bytes, undefined);
+    assert.equal(r.plan, undefined);
+    assert.match(r.refusal?.reason ?? '', /public\.accounts is protected/);
+    // A protected table that is already converged refuses nothing.
+    const ok = await plan(
+      url,
+      dialect,
+      files('CREATE TABLE accounts (id int PRIMARY KEY); CREATE TABLE other (id int PRIMARY KEY, x int);'),
+      { protectedTables: ['public.accounts'] },
+    );
+    assert.equal(ok.outcome, 'changes');
+  });
+
+  test('an excluded object is neither changed nor reported as drift', async () => {
+    const url = await fresh();
+    await sql(
+      url,
+      `CREATE TABLE app (id int PRIMARY KEY); CREATE TABLE audit_log (id int PRIMARY KEY, legacy text);
+      INSERT INTO audit_log VALUES (1, 'kept')`,
+    );
+    const desired = 'CREATE TABLE app (id int PRIMARY KEY, name text);';
+    const r = await plan(url, dialect, files(desired), { exclude: ['audit_*'] });
+    assert.deepEqual(
+      r.changes.map((c) => c.kind),
+      ['AddColumn'],
+    );
+    assert.equal((await applyPlan(url, Buffer.from(r.bytes ?? ''))).outcome, 'applied');
+    assert.deepEqual(await sql(url, 'SELECT legacy FROM audit_log'), [{ legacy: 'kept' }]);
+    const d = await drift(url, dialect, files(desired), { exclude: ['audit_*'] });
+    assert.equal(d.drifted, false);
+    const unscoped = await drift(url, dialect, files(desired));
+    assert.equal(unscoped.categories.tables_removed, 1);
+  });
+
+  test('a stale plan is refused and nothing runs', async () => {
+    const url = await fresh();
+    await sql(url, 'CREATE TABLE t (id int PRIMARY KEY)');
+    const r = await plan(url, dialect, files('CREATE TABLE t (id int PRIMARY KEY, a text);'));
+    await sql(url, 'ALTER TABLE t ADD COLUMN sneaky int');
+    const applied = await applyPlan(url, Buffer.from(r.bytes ?? ''));
+    assert.equal(applied.outcome, 'stale');
+    assert.notEqual(applied.actualFingerprint, applied.expectedFingerprint);
+    const cols = await sql(
+      url,
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 't' ORDER BY 1",
+    );
+    assert.deepEqual(
+      cols.map((c) => c['column_name']),
+      ['id', 'sneaky'],
+    );
+  });
+
+  test('a changed reference row makes a plan stale', async () => {
+    const url = await fresh();
+    const desired = "CREATE TABLE k (id int PRIMARY KEY, v text); INSERT INTO k VALUES (1, 'a');";
+    await sql(url, 'CREATE TABLE k (id int PRIMARY KEY, v text)');
+    const r = await plan(url, dialect, files(desired));
+    await sql(url, "INSERT INTO k VALUES (1, 'b')");
+    assert.equal((await applyPlan(url, Buffer.from(r.bytes ?? ''))).outcome, 'stale');
+  });
+
+  test('a failing statement reports position and SQLSTATE and leaves the database as it was', async () => {
+    const url = await fresh();
+    await sql(
+      url,
+      "CREATE TABLE t (id int PRIMARY KEY, email text); INSERT INTO t VALUES (1, 'x'), (2, 'x')",
+    );
+    const r = await plan(
+      url,
+      dialect,
+      files('CREATE TABLE t (id int PRIMARY KEY, email text UNIQUE, added int); CREATE TABLE z (id int);'),
+    );
+    const statements = r.plan?.statements ?? [];
+    const failing = statements.findIndex((s) => s.sql.includes('UNIQUE')) + 1;
+    assert.ok(failing > 1, 'statements before the failing one would have changed the database');
+    const applied = await applyPlan(url, Buffer.from(r.bytes ?? ''));
+    assert.equal(applied.outcome, 'failed');
+    assert.equal(applied.failure?.position, failing);
+    assert.equal(applied.failure?.sqlstate, '23505');
+    const tables = await sql(
+      url,
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+    );
+    assert.deepEqual(
+      tables.map((x) => x['table_name']),
+      ['t'],
+    );
+    const cols = await sql(
+      url,
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 't' ORDER BY 1",
+    );
+    assert.deepEqual(
+      cols.map((c) => c['column_name']),
+      ['email', 'id'],
+    );
+  });
+
+  test('drift and plan only read: every statement they run is a read', async () => {
+    const url = await fresh();
+    const db = new URL(url).pathname.slice(1);
+    await sql(url, 'CREATE TABLE t (id int PRIMARY KEY)');
+    const mark = server.statements().length;
+    await drift(url, dialect, files(sample('northwind-orders.sql')));
+    await plan(url, dialect, files(sample('northwind-orders.sql')));
+    const ran = server
+      .statements()
+      .slice(mark)
+      .filter((s) => s.database === db);
+    assert.ok(ran.length > 0);
+    for (const s of ran)
+      assert.match(s.sql, /^(BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY|COMMIT|SELECT\b)/, s.sql);
+  });
+
+  test('dry run validates the exact bytes without a database', async () => {
+    const url = await fresh();
+    const r = await plan(url, dialect, files('CREATE TABLE a (id int PRIMARY KEY);'));
+    const bytes = Buffer.from(r.bytes ?? '');
+    const v = await applyPlan(undefined, bytes, { dryRun: true });
+    assert.equal(v.outcome, 'validated');
+    assert.equal(v.digest, r.digest);
+    assert.deepEqual(v.statements, r.plan?.statements);
+    await assert.rejects(
+      applyPlan(undefined, Buffer.from('{"format_version":2}'), { dryRun: true }),
+      /format_version/,
+    );
+  });
+
+  test('the inspector runs a fixed number of catalog queries whatever the table count', async () => {
+    const small = await fresh();
+    const big = await fresh();
+    await sql(small, 'CREATE TABLE t0 (id int PRIMARY KEY)');
+    await sql(
+      big,
+      Array.from(
+        { length: 60 },
+        (_, i) => `CREATE TABLE t${i} (id int PRIMARY KEY, v text UNIQUE, p int REFERENCES t0)`,
+      )
+        .join(';')
+        .replace('REFERENCES t0', ''),
+    );
+    const a = await inspect(small, dialect);
+    const b = await inspect(big, dialect);
+    assert.equal(b.model.tables.length, 60);
+    assert.equal(a.roundTrips, b.roundTrips);
+    assert.equal(a.roundTrips, dialect.catalogQueryCount + 2, 'catalog queries plus BEGIN and COMMIT');
+  });
+});
