@@ -44,6 +44,7 @@ options:
   --lock-timeout DURATION   wait for the migration lock (e.g. 30s, 5m; default $PTAH_MIGRATION_LOCK_TIMEOUT or 5m)
   --tx-mode file|none       up: run-wide transaction mode override
   --expect-sequence FILE    up: JSON [{version, checksum}] the run must match, compared under the lock
+  --expect-history-fingerprint HEX  up: refuse unless the history still has this fingerprint
   --version V               baseline: the version the existing schema stands at
   --shadow-url URL          baseline: an empty database of the same engine (default: $PTAH_SHADOW_DB_URL)
   --mark-applied            repair: keep dirty versions as applied instead of forgetting them
@@ -59,6 +60,7 @@ const OPTIONS = {
   'lock-timeout': { type: 'string' },
   'tx-mode': { type: 'string' },
   'expect-sequence': { type: 'string' },
+  'expect-history-fingerprint': { type: 'string' },
   version: { type: 'string' },
   'shadow-url': { type: 'string' },
   'mark-applied': { type: 'boolean' },
@@ -289,6 +291,10 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
       const url = resolveDatabaseUrl(flags.url).url;
       const expected = flags['expect-sequence'] ? readExpectedSequence(flags['expect-sequence']) : undefined;
       const mode = txMode(flags);
+      const historyFingerprint = flags['expect-history-fingerprint']?.replace(/^sha256:/, '').toLowerCase();
+      if (historyFingerprint !== undefined && !/^[0-9a-f]{64}$/.test(historyFingerprint)) {
+        throw new UsageError('--expect-history-fingerprint must be a SHA-256 hex digest');
+      }
       const timeout = lockTimeout(flags);
       let result: UpResult;
       try {
@@ -298,6 +304,7 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
             lockTimeoutMs: timeout,
             ...(mode ? { txMode: mode } : {}),
             ...(expected ? { expectSequence: expected } : {}),
+            ...(historyFingerprint ? { expectHistoryFingerprint: historyFingerprint } : {}),
             onProgress: (e) => {
               if (e.phase === 'done' && !flags.json) err(`applied ${e.version} (${e.ms} ms)`);
             },

@@ -21,6 +21,7 @@ export type UpOutcome = 'up_to_date' | 'applied' | 'failed' | 'partial' | 'unkno
 
 export type UpReason =
   | 'sequence_mismatch'
+  | 'history_mismatch'
   | 'history_dirty'
   | 'history_modified'
   | 'history_out_of_order'
@@ -72,6 +73,8 @@ export interface UpOptions {
   readonly lockTimeoutMs: number;
   readonly txMode?: TxMode;
   readonly expectSequence?: readonly ExpectedMigration[];
+  /** The history fingerprint the sequence was approved against (SHA-256 hex); compared under the lock. */
+  readonly expectHistoryFingerprint?: string;
   /** Stop after this version (used by baseline on a shadow database). */
   readonly toVersion?: string;
   /** Progress: versions and timings only. */
@@ -223,6 +226,13 @@ export async function migrateUp(db: MigrationAdapter, options: UpOptions): Promi
     const blocked = BLOCKING[status.verdict];
     if (blocked !== undefined)
       return { outcome: 'failed', applied, reason: blocked, lockWaitMs, durationMs: elapsed() };
+
+    if (
+      options.expectHistoryFingerprint !== undefined &&
+      options.expectHistoryFingerprint !== status.fingerprint
+    ) {
+      return { outcome: 'failed', applied, reason: 'history_mismatch', lockWaitMs, durationMs: elapsed() };
+    }
 
     const selection = status.pending.filter(
       (p) => options.toVersion === undefined || compareVersions(p.version, options.toVersion) <= 0,

@@ -191,7 +191,22 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
         expectFile,
         JSON.stringify(pending.map((p) => ({ version: p.version, checksum: p.checksum }))),
       );
-      const ok = await up(dir, url, ['--expect-sequence', expectFile]);
+      const stale = await up(dir, url, [
+        '--expect-sequence',
+        expectFile,
+        '--expect-history-fingerprint',
+        'ab'.repeat(32),
+      ]);
+      assert.equal(stale.result.reason, 'history_mismatch');
+      assert.equal(stale.code, 4);
+      assert.deepEqual(await tables(dialect, url), [], 'a stale history fingerprint changes nothing either');
+      const fingerprint = (await status(dir, url)).status.fingerprint;
+      const ok = await up(dir, url, [
+        '--expect-sequence',
+        expectFile,
+        '--expect-history-fingerprint',
+        fingerprint,
+      ]);
       assert.equal(ok.result.outcome, 'applied');
       assert.deepEqual(ok.result.applied, ['1', '2']);
     });
@@ -419,11 +434,18 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
     test('--revisions-table names the history; a refused login prints no credential', async () => {
       const url = await newDb();
       const dir = migrationDir({ '1_a.sql': 'CREATE TABLE a (id int);' });
-      const run = await up(dir, url, ['--revisions-table', 'deploy_history']);
+      // PostgreSQL: a schema of its own, created by the engine; MySQL: the database itself, named.
+      const history: Record<Dialect, string> = {
+        postgres: 'ops.deploy_history',
+        mysql: `${new URL(url).pathname.slice(1)}.deploy_history`,
+      };
+      const run = await up(dir, url, ['--revisions-table', history[dialect]]);
       assert.equal(run.result.outcome, 'applied');
-      assert.deepEqual(await tables(dialect, url), ['a', 'deploy_history']);
+      assert.deepEqual(await tables(dialect, url), dialect === 'postgres' ? ['a'] : ['a', 'deploy_history']);
+      const recorded = await rows(dialect, url, `SELECT count(*) AS c FROM ${history[dialect]}`);
+      assert.equal(String(recorded[0]?.['c']), '1');
       const s = await ptah(
-        ['migrations', 'status', '--json', '--dir', dir, '--revisions-table', 'deploy_history'],
+        ['migrations', 'status', '--json', '--dir', dir, '--revisions-table', history[dialect]],
         {
           PTAH_DB_URL: url,
         },
