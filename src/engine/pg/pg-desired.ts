@@ -66,9 +66,21 @@ export function parseStatements(sql: string, source: string): ParsedStatement[] 
   }
   return (tree.stmts ?? []).map((s) => {
     const type = Object.keys(s.stmt)[0] ?? '';
-    const line = sql.slice(0, s.stmt_location ?? 0).split('\n').length + (s.stmt_location ? 0 : 0);
+    const line = sql.slice(0, statementStart(sql, s.stmt_location ?? 0)).split('\n').length;
     return { node: s.stmt[type] as AstNode, type, line, source };
   });
+}
+
+/** A statement's location includes the whitespace and comments before it; its line is the first real one. */
+function statementStart(sql: string, from: number): number {
+  let i = from;
+  for (;;) {
+    while (i < sql.length && /\s/.test(sql[i] ?? '')) i++;
+    if (sql.startsWith('--', i)) {
+      const nl = sql.indexOf('\n', i);
+      i = nl < 0 ? sql.length : nl + 1;
+    } else return i;
+  }
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends readonly (infer U)[] ? U[] : T[K] };

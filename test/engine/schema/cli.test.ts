@@ -1,0 +1,175 @@
+// `ptah schema` as the operator's runner and a person use it: real processes, a real PostgreSQL, the URL
+// in PTAH_DB_URL, JSON on stdout, documented exit codes, and no credential anywhere in the output.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
+
+const BIN = join(import.meta.dirname, '../../../bin/ptah.mjs');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function ptah(args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'schema', ...args], {
+      env: { ...process.env, PTAH_DB_URL: undefined, PTAH_DEV_DB_URL: undefined, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('ptah schema CLI (postgres)', () => {
+  let server: PostgresServer;
+  let dir: string;
+  let url: string;
+  let password: string;
+  const desired = () => join(dir, 'desired');
+  before(async () => {
+    server = await startPostgres();
+    url = await server.createDatabase('cli_app');
+    password = decodeURIComponent(new URL(url).password);
+    dir = mkdtempSync(join(tmpdir(), 'ptah-cli-'));
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(desired());
+    writeFileSync(
+      join(desired(), '01-tables.sql'),
+      'CREATE TABLE "Item" (id int PRIMARY KEY, name text NOT NULL);\n',
+    );
+    writeFileSync(join(desired(), '02-rows.sql'), 'INSERT INTO "Item" VALUES (1, \'one\');\n');
+  });
+  after(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const noSecret = (r: Run) => {
+    assert.ok(!r.stdout.includes(password) && !r.stderr.includes(password), 'the password never appears');
+  };
+
+  test('plan, dry run, apply, re-plan and drift through the CLI', async () => {
+    const env = { PTAH_DB_URL: url };
+    const out = join(dir, 'plan.json');
+    const p = await ptah(['plan', '--desired', desired(), '--out', out, '--json'], env);
+    noSecret(p);
+    assert.equal(p.code, 3, p.stderr);
+    const report = JSON.parse(p.stdout) as Record<string, unknown>;
+    assert.equal(report['planOutcome'], 'Changes');
+    const bytes = readFileSync(out);
+    assert.equal(report['digest'], `sha256:${createHash('sha256').update(bytes).digest('hex')}`);
+
+    const again = await ptah(
+      ['plan', '--desired', desired(), '--out', join(dir, 'plan2.json'), '--json'],
+      env,
+    );
+    assert.deepEqual(readFileSync(join(dir, 'plan2.json')), bytes, 'two plans are byte-identical');
+
+    const dry = await ptah(['apply', '--plan', out, '--dry-run', '--json']);
+    assert.equal(dry.code, 0, dry.stderr);
+    const dr = JSON.parse(dry.stdout) as { outcome: string; digest: string; statements: { sql: string }[] };
+    assert.equal(dr.outcome, 'validated');
+    assert.equal(dr.digest, report['digest']);
+    assert.deepEqual(
+      dr.statements.map((s) => s.sql),
+      (report['statements'] as { sql: string }[]).map((s) => s.sql),
+    );
+
+    const before = await ptah(['drift', '--desired', desired(), '--json'], env);
+    assert.equal(before.code, 3);
+    const drift = JSON.parse(before.stdout) as Record<string, unknown>;
+    assert.equal(drift['total'], 2);
+    assert.deepEqual(drift['categories'], { data_rows_inserted: 1, tables_added: 1 });
+    assert.equal(drift['highest_severity'], 'info');
+
+    const applied = await ptah(['apply', '--plan', out, '--auto-approve', '--json'], env);
+    noSecret(applied);
+    assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+    const a = JSON.parse(applied.stdout) as Record<string, unknown>;
+    assert.equal(a['outcome'], 'applied');
+    assert.equal(a['digest'], report['digest']);
+
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    assert.deepEqual((await c.query('SELECT id, name FROM "Item"')).rows, [{ id: 1, name: 'one' }]);
+    await c.end();
+
+    const stale = await ptah(['apply', '--plan', out, '--json'], env);
+    assert.equal(stale.code, 4);
+    assert.equal((JSON.parse(stale.stdout) as Record<string, unknown>)['outcome'], 'stale');
+
+    const none = await ptah(['plan', '--desired', desired(), '--json'], env);
+    assert.equal(none.code, 0);
+    assert.equal((JSON.parse(none.stdout) as Record<string, unknown>)['planOutcome'], 'NoChanges');
+    const clean = await ptah(['observe', '--desired', desired()], env);
+    assert.equal(clean.code, 0);
+    assert.match(clean.stdout, /^no drift/);
+    assert.equal(again.code, 3);
+  });
+
+  test('a protected table refuses with exit code 4 and writes no plan', async () => {
+    const out = join(dir, 'refused.json');
+    const file = join(dir, 'protected.sql');
+    writeFileSync(file, 'CREATE TABLE "Item" (id int PRIMARY KEY, name text NOT NULL, extra int);');
+    const r = await ptah(['plan', '--desired', file, '--protected-table', 'Item', '--out', out], {
+      PTAH_DB_URL: url,
+    });
+    assert.equal(r.code, 4);
+    assert.match(r.stdout, /plan refused: table public\.Item is protected/);
+    assert.throws(() => readFileSync(out));
+  });
+
+  test('inspect prints the model and unmanaged objects', async () => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query('CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
+    await c.end();
+    const r = await ptah(['inspect', '--url', url]);
+    noSecret(r);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /table public\.Item \(2 columns/);
+    assert.match(r.stdout, /unmanaged function public\.f\(\) \(left alone\)/);
+    const j = await ptah(['inspect', '--json'], { PTAH_DB_URL: url });
+    const doc = JSON.parse(j.stdout) as { round_trips: number; counts: { tables: number } };
+    assert.equal(doc.counts.tables, 1);
+    assert.equal(doc.round_trips, 11);
+  });
+
+  test('errors name the problem and the fix, never the password', async () => {
+    const badPassword = url.replace(encodeURIComponent(password), 'wrong-secret-pw');
+    const r = await ptah(['inspect', '--json'], { PTAH_DB_URL: badPassword });
+    assert.equal(r.code, 1);
+    assert.ok(!r.stdout.includes('wrong-secret-pw') && !r.stderr.includes('wrong-secret-pw'));
+    assert.match(r.stderr, /password authentication failed.*check the URL/);
+    const noUrl = await ptah(['plan', '--desired', desired()]);
+    assert.equal(noUrl.code, 1);
+    assert.match(noUrl.stderr, /pass --url or set PTAH_DB_URL/);
+    const badSql = join(dir, 'bad.sql');
+    writeFileSync(
+      badSql,
+      'CREATE TABLE ok (id int PRIMARY KEY);\nCREATE FUNCTION g() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n',
+    );
+    const unsupported = await ptah(['plan', '--desired', badSql], { PTAH_DB_URL: url });
+    assert.equal(unsupported.code, 1);
+    assert.match(unsupported.stderr, /bad\.sql:2: CreateFunction statements are not managed/);
+    const usage = await ptah(['plan', '--bogus']);
+    assert.equal(usage.code, 2);
+    const help = await ptah(['--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /exit codes:/);
+    const missing = await ptah(['apply']);
+    assert.equal(missing.code, 2);
+  });
+});
