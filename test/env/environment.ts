@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { redact } from '../../src/engine/database-url.ts';
-import { startControlPlane, type ControlPlane } from './controlplane.ts';
+import { phaseTimer, startControlPlane, type ControlPlane } from './controlplane.ts';
 import { startGitServer, type GitServer } from './git-server.ts';
 import { startMariadb, type MariadbServer } from './mariadb.ts';
 import { startPostgres, type PostgresServer } from './postgres.ts';
@@ -166,12 +166,33 @@ export async function startEnvironment(options: StartEnvironmentOptions = {}): P
   const maybe = <T extends { stop(): Promise<void> }>(component: Component, start: () => Promise<T>) =>
     wanted.has(component) ? begin(start) : Promise.resolve(undefined);
 
+  const mark = phaseTimer('environment');
+  const timed = <T>(what: string, promise: Promise<T>): Promise<T> =>
+    promise.then((value) => {
+      mark(`${what} up`);
+      return value;
+    });
   const results = await Promise.allSettled([
-    begin(() => startControlPlane({ dir: join(dir, 'controlplane') })),
-    maybe('postgres', () => startPostgres({ baseDir: join(dir, 'postgres') })),
-    maybe('mariadb', () => startMariadb({ baseDir: join(dir, 'mariadb') })),
-    maybe('registry', () => startRegistry({ dir: join(dir, 'registry') })),
-    maybe('git', () => startGitServer({ dir: join(dir, 'git') })),
+    timed(
+      'control plane',
+      begin(() => startControlPlane({ dir: join(dir, 'controlplane') })),
+    ),
+    timed(
+      'postgres',
+      maybe('postgres', () => startPostgres({ baseDir: join(dir, 'postgres') })),
+    ),
+    timed(
+      'mariadb',
+      maybe('mariadb', () => startMariadb({ baseDir: join(dir, 'mariadb') })),
+    ),
+    timed(
+      'registry',
+      maybe('registry', () => startRegistry({ dir: join(dir, 'registry') })),
+    ),
+    timed(
+      'git',
+      maybe('git', () => startGitServer({ dir: join(dir, 'git') })),
+    ),
   ]);
   const stopAll = async (): Promise<void> => {
     // Reverse order: the node agent (started last) goes before the API server it talks to.
@@ -202,7 +223,9 @@ export async function startEnvironment(options: StartEnvironmentOptions = {}): P
           workDir,
         }),
       );
+      mark('node agent registered');
       await waitForSchedulableNode(controlPlane.kubeconfigs.admin, controlPlane.nodeName);
+      mark('node Ready and schedulable');
     } catch (error) {
       await stopAll();
       throw error;
