@@ -6,11 +6,17 @@
  *   PTAH_MANAGER_IMAGE, PTAH_MANAGER_REVISION, PTAH_VERSION   recorded on Jobs and bound into plans
  *   PTAH_MANAGER_IDENTITY         this replica's leader-election identity (default hostname-pid)
  *   PTAH_LOG_LEVEL                pino level (default info)
+ *   PTAH_WEBHOOK_CERT_FILE, PTAH_WEBHOOK_KEY_FILE, PTAH_WEBHOOK_PORT   serve the admission webhooks
+ *                                 (every replica serves them, leader or not)
  * SIGTERM or SIGINT stops the workers after the keys in flight and exits 0; losing leadership exits 1.
  */
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
+import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
+import { approvalWebhooks } from '../admission/webhooks.ts';
 import { Manager } from './manager.ts';
 
 const env = process.env;
@@ -46,8 +52,22 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 log.info({ coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system' }, 'manager starting');
+let webhooks: AdmissionServer | undefined;
 try {
+  // Webhooks first: admission must answer even while this replica waits for leadership.
+  if (env['PTAH_WEBHOOK_CERT_FILE'] && env['PTAH_WEBHOOK_KEY_FILE']) {
+    webhooks = await startAdmissionServer({
+      cert: readFileSync(env['PTAH_WEBHOOK_CERT_FILE']),
+      key: readFileSync(env['PTAH_WEBHOOK_KEY_FILE']),
+      port: Number(env['PTAH_WEBHOOK_PORT'] ?? 0),
+      handlers: approvalWebhooks(kubernetesApprovalSubjects(kubeConfig)),
+      onReview: (e) =>
+        log.info({ path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs }, 'admission review'),
+    });
+    log.info({ port: webhooks.port }, 'webhooks serving');
+  }
   await manager.start(stop.signal);
+  await webhooks?.close();
   log.info({}, 'manager stopped');
   process.exit(stop.signal.aborted ? 0 : 1);
 } catch (error) {

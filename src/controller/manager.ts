@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
 import type { ManagerIdentity } from './jobs/schema-job.ts';
+import { withMicroTimeLeases } from './realm/micro-time.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
@@ -62,12 +63,18 @@ export class Manager {
     });
 
     const elector = new LeaderElector({
-      api: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
+      api: withMicroTimeLeases(kubeConfig.makeApiClient(k8s.CoordinationV1Api)),
       namespace: this.options.coordinationNamespace,
       name: this.options.leaderLeaseName ?? 'ptah-operator-leader',
       identity: this.options.identity,
       leaseDurationSeconds: this.options.leaderLeaseSeconds ?? 15,
-      log: (msg, fields) => log.info(fields, msg),
+      log: (msg, fields) =>
+        log.info(
+          'error' in fields
+            ? { ...fields, error: String(fields['error']).split('\n')[0]!.slice(0, 200) }
+            : fields,
+          msg,
+        ),
     });
 
     try {

@@ -74,10 +74,19 @@ export interface SchemaJobInput {
   readonly now: Date;
 }
 
-const SNAPSHOT_DIR = '/snapshot';
-const SCHEMA_DIR = '/work/schema';
-const PLAN_DIR = '/plan';
-const WORK_DIR = '/work/tmp';
+// Everything the Pod mounts lives under /ptah, so no mount hides a directory the image ships.
+export const POD_PATHS = {
+  root: '/ptah',
+  work: '/ptah/work',
+  snapshot: '/ptah/snapshot',
+  schema: '/ptah/work/schema',
+  plan: '/ptah/plan',
+  tmp: '/ptah/work',
+} as const;
+const SNAPSHOT_DIR = POD_PATHS.snapshot;
+const SCHEMA_DIR = POD_PATHS.schema;
+const PLAN_DIR = POD_PATHS.plan;
+const WORK_DIR = POD_PATHS.tmp;
 
 export function buildSchemaJob(input: SchemaJobInput): V1Job {
   const { schema, claim } = input;
@@ -126,7 +135,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
   };
 
   const volumes: V1Volume[] = [{ name: 'work', emptyDir: { medium: 'Memory', sizeLimit: '128Mi' } }];
-  const mainMounts: V1VolumeMount[] = [{ name: 'work', mountPath: '/work' }];
+  const mainMounts: V1VolumeMount[] = [{ name: 'work', mountPath: POD_PATHS.work }];
   const initContainers = [];
 
   if (operation !== 'apply') {
@@ -146,7 +155,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
       env: [{ name: 'PTAH_OPERATION_ID', value: claim.operationId }],
       volumeMounts: [
         { name: 'snapshot', mountPath: SNAPSHOT_DIR, readOnly: true },
-        { name: 'work', mountPath: '/work' },
+        { name: 'work', mountPath: POD_PATHS.work },
       ],
       securityContext: hardened,
       terminationMessagePath: '/dev/termination-log',

@@ -14,6 +14,7 @@ import { canonicalDigest } from '../../api/digest.ts';
 import { hexOf, realmLeaseName } from '../../api/fingerprint.ts';
 import { LABELS, MANAGED_BY } from '../../api/meta.ts';
 import { decideLease, type LeaseState } from '../runtime/lease.ts';
+import { withMicroTimeLeases } from './micro-time.ts';
 
 export const LEASE_EPOCH_ANNOTATION = 'operator.ptah.dev/lease-epoch';
 export const REALM_LEASE_LABEL = 'operator.ptah.dev/coordination';
@@ -45,10 +46,14 @@ function toState(lease: V1Lease): LeaseState {
 }
 
 export class RealmLeases {
+  private readonly api: CoordinationV1Api;
+
   constructor(
-    private readonly api: CoordinationV1Api,
+    api: CoordinationV1Api,
     private readonly namespace: string,
-  ) {}
+  ) {
+    this.api = withMicroTimeLeases(api);
+  }
 
   async acquire(
     coordinationDigest: string,

@@ -387,10 +387,7 @@ export class SchemaReconciler {
       } catch (error) {
         if (!isConflict(error)) throw error;
       }
-    } else if (
-      existing.immutable !== true ||
-      JSON.stringify(existing.binaryData) !== JSON.stringify(snapshot.configMap.binaryData)
-    ) {
+    } else if (existing.immutable !== true || !sameData(existing.binaryData, snapshot.configMap.binaryData)) {
       // A ConfigMap of that name that is not our exact snapshot: refuse rather than read from it.
       return {
         ok: false,
@@ -605,4 +602,14 @@ function mergePatch() {
       },
     ],
   } as never;
+}
+
+function sameData(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+) {
+  const keys = (o: Readonly<Record<string, string>> | undefined) => Object.keys(o ?? {}).sort();
+  const ka = keys(a);
+  const kb = keys(b);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a![k] === b![k]);
 }

@@ -60,11 +60,11 @@ describe('schema operation Job', () => {
     assert.deepEqual(init!.args, [
       'check-snapshot',
       '--snapshot',
-      '/snapshot',
+      '/ptah/snapshot',
       '--digest',
       digest('c'),
       '--out',
-      '/work/schema',
+      '/ptah/work/schema',
     ]);
     assert.ok(
       !(init!.env ?? []).some((e) => e.valueFrom?.secretKeyRef),

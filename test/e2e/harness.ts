@@ -1,0 +1,320 @@
+/**
+ * End-to-end harness: the local control plane with the node agent and a real PostgreSQL, the CRDs and the
+ * manager's RBAC from deploy/, the approval webhooks served by the manager process itself, and the manager
+ * started as a separate process with the manager ServiceAccount's identity — so it can be killed and
+ * restarted like a Pod.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { buildCrds } from '../../src/api/crds.ts';
+import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import type { PtahSchema } from '../../src/api/ptah-schema.ts';
+import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { startEnvironment, type Environment } from '../env/environment.ts';
+import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
+import { freePort } from '../env/ports.ts';
+import { startProcess, type ManagedProcess } from '../env/process.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const RUNNER_IMAGE = 'ptah.local/ptah-runner:e2e';
+
+export interface E2E {
+  readonly env: Environment;
+  readonly namespace: string;
+  readonly admin: k8s.KubeConfig;
+  readonly approver: k8s.KubeConfig;
+  readonly objects: k8s.CustomObjectsApi;
+  readonly core: k8s.CoreV1Api;
+  readonly batch: k8s.BatchV1Api;
+  manager?: ManagedProcess;
+  readonly managerLogs: string[];
+  startManager(): Promise<ManagedProcess>;
+  stop(): Promise<void>;
+}
+
+function kubeconfig(file: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(file);
+  return kc;
+}
+
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 90_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline)
+      assert.fail(`${what}: not observed within ${timeoutMs} ms ${last ? String(last) : ''}`);
+    await sleep(300);
+  }
+}
+
+async function createAll(admin: k8s.KubeConfig, file: string): Promise<void> {
+  const client = k8s.KubernetesObjectApi.makeApiClient(admin);
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const spec = doc.toJSON() as k8s.KubernetesObject | null;
+    if (!spec) continue;
+    try {
+      await client.create(spec);
+    } catch (error) {
+      if ((error as { code?: number }).code !== 409) throw error;
+    }
+  }
+}
+
+export async function startE2E(): Promise<E2E> {
+  const env = await startEnvironment({ components: ['node', 'postgres'] });
+  try {
+    const cp = env.controlPlane;
+    const namespace = cp.testNamespace;
+    const admin = kubeconfig(cp.kubeconfigs.admin);
+    const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
+    for (const crd of buildCrds()) {
+      await ext.createCustomResourceDefinition({ body: crd as unknown as k8s.V1CustomResourceDefinition });
+    }
+    for (const crd of buildCrds()) {
+      await eventually(`CRD ${crd.metadata.name}`, async () => {
+        const c = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
+        return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True')
+          ? true
+          : undefined;
+      });
+    }
+    await createAll(admin, join(ROOT, 'deploy/rbac/manager.yaml'));
+
+    // The approver may create approvals, nothing more.
+    const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'ptah-approver' },
+        rules: [
+          { apiGroups: [API_GROUP], resources: ['ptahschemaapprovals'], verbs: ['create', 'get', 'list'] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'ptah-approver' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ptah-approver' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cp.identities.approver }],
+      },
+    });
+
+    // The runner image: this checkout's ptah-runner under the Node that runs the tests.
+    const map = JSON.parse(readFileSync(env.description.imageMapFile, 'utf8')) as {
+      images: Record<string, unknown>;
+    };
+    map.images[RUNNER_IMAGE] = {
+      entrypoint: [process.execPath, join(ROOT, 'bin/ptah-runner.mjs')],
+      env: { TMPDIR: '/ptah/work', HOME: '/ptah/work' },
+    };
+    writeFileSync(env.description.imageMapFile, JSON.stringify(map, null, 2));
+
+    // Webhook serving certificate for the manager process.
+    const ca = createCertificateAuthority(env.dir, 'webhook-ca', 'ptah-webhook-ca');
+    const serving = issueCertificate(env.dir, ca, {
+      name: 'webhook',
+      commonName: 'ptah-webhook',
+      ipAddresses: ['127.0.0.1'],
+      usage: 'server',
+    });
+    const webhookPort = await freePort();
+    const caBundle = readFileSync(ca.certFile).toString('base64');
+    const hook = (name: string, path: string) => ({
+      name: `${name}.${API_GROUP}`,
+      clientConfig: { url: `https://127.0.0.1:${webhookPort}${path}`, caBundle },
+      rules: [
+        {
+          apiGroups: [API_GROUP],
+          apiVersions: [API_VERSION],
+          resources: ['ptahschemaapprovals'],
+          operations: ['CREATE'],
+          scope: 'Namespaced',
+        },
+      ],
+      failurePolicy: 'Fail',
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+      timeoutSeconds: 10,
+    });
+    const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+    await reg.createMutatingWebhookConfiguration({
+      body: {
+        metadata: { name: 'ptah-mapproval' },
+        webhooks: [{ ...hook('mapproval', WEBHOOK_PATHS.mapproval), reinvocationPolicy: 'Never' }],
+      },
+    });
+    await reg.createValidatingWebhookConfiguration({
+      body: { metadata: { name: 'ptah-vapproval' }, webhooks: [hook('vapproval', WEBHOOK_PATHS.vapproval)] },
+    });
+
+    const managerLogs: string[] = [];
+    let starts = 0;
+    const e2e: E2E = {
+      env,
+      namespace,
+      admin,
+      approver: kubeconfig(cp.kubeconfigs.approver),
+      objects: admin.makeApiClient(k8s.CustomObjectsApi),
+      core: admin.makeApiClient(k8s.CoreV1Api),
+      batch: admin.makeApiClient(k8s.BatchV1Api),
+      managerLogs,
+      async startManager() {
+        starts += 1;
+        const logFile = join(env.dir, `manager-${starts}.log`);
+        managerLogs.push(logFile);
+        const proc = startProcess(
+          'ptah-operator',
+          process.execPath,
+          [join(ROOT, 'bin/ptah-operator.mjs')],
+          logFile,
+          {
+            env: {
+              PATH: process.env['PATH'] ?? '',
+              KUBECONFIG: cp.kubeconfigs.manager,
+              PTAH_COORDINATION_NAMESPACE: 'ptah-system',
+              PTAH_RUNNER_IMAGE: RUNNER_IMAGE,
+              PTAH_MANAGER_IDENTITY: `e2e-manager-${starts}`,
+              PTAH_LEADER_LEASE_SECONDS: '5',
+              PTAH_LOG_LEVEL: 'debug',
+              PTAH_WEBHOOK_CERT_FILE: serving.certFile,
+              PTAH_WEBHOOK_KEY_FILE: serving.keyFile,
+              PTAH_WEBHOOK_PORT: String(webhookPort),
+            },
+          },
+        );
+        e2e.manager = proc;
+        return proc;
+      },
+      async stop() {
+        await e2e.manager?.stop(5_000);
+        if (process.env['PTAH_E2E_DEBUG']) {
+          for (const f of managerLogs) {
+            process.stderr.write(`--- ${f}\n${readFileSync(f, 'utf8').split('\n').slice(-60).join('\n')}\n`);
+          }
+        }
+        await env.stop();
+      },
+    };
+    return e2e;
+  } catch (error) {
+    await env.stop();
+    throw error;
+  }
+}
+
+export function at(e2e: E2E, plural: string) {
+  return { group: API_GROUP, version: API_VERSION, namespace: e2e.namespace, plural };
+}
+
+export async function getSchema(e2e: E2E, name: string): Promise<PtahSchema> {
+  return (await e2e.objects.getNamespacedCustomObject({ ...at(e2e, 'ptahschemas'), name })) as PtahSchema;
+}
+
+export async function waitForPhase(
+  e2e: E2E,
+  name: string,
+  phases: string[],
+  timeoutMs = 120_000,
+): Promise<PtahSchema> {
+  return eventually(
+    `${name} in ${phases.join('|')}`,
+    async () => {
+      const s = await getSchema(e2e, name);
+      return s.status?.phase !== undefined && phases.includes(s.status.phase) ? s : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export async function createSource(e2e: E2E, name: string, data: Record<string, string>): Promise<void> {
+  await e2e.core.createNamespacedConfigMap({ namespace: e2e.namespace, body: { metadata: { name }, data } });
+}
+
+export async function createSecret(e2e: E2E, name: string, url: string): Promise<void> {
+  await e2e.core.createNamespacedSecret({
+    namespace: e2e.namespace,
+    body: { metadata: { name }, stringData: { url } },
+  });
+}
+
+export async function createSchema(
+  e2e: E2E,
+  name: string,
+  options: {
+    source: string;
+    secret: string;
+    key?: string;
+    files?: string[];
+    policy?: Record<string, unknown>;
+  },
+): Promise<PtahSchema> {
+  return (await e2e.objects.createNamespacedCustomObject({
+    ...at(e2e, 'ptahschemas'),
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahSchema',
+      metadata: { name },
+      spec: {
+        target: {
+          engine: 'postgres',
+          coordinationKey: options.key ?? name,
+          urlFrom: { name: options.secret, key: 'url' },
+        },
+        desired: {
+          configMap: {
+            name: options.source,
+            files: (options.files ?? ['schema.sql']).map((key) => ({ key })),
+          },
+        },
+        policy: options.policy ?? {},
+        interval: '10m',
+        execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 120 },
+      },
+    },
+  })) as PtahSchema;
+}
+
+export async function schemaJobs(e2e: E2E, name: string): Promise<k8s.V1Job[]> {
+  const list = await e2e.batch.listNamespacedJob({
+    namespace: e2e.namespace,
+    labelSelector: `${API_GROUP}/schema=${name}`,
+  });
+  return list.items;
+}
+
+/** With PTAH_E2E_DEBUG set: the resource status and every Pod's container states and logs, to stderr. */
+export async function dumpDebug(e2e: E2E, name: string): Promise<void> {
+  if (!process.env['PTAH_E2E_DEBUG']) return;
+  const s = await getSchema(e2e, name).catch(() => undefined);
+  process.stderr.write(`status of ${name}: ${JSON.stringify(s?.status, null, 1)}\n`);
+  const pods = await e2e.core.listNamespacedPod({ namespace: e2e.namespace });
+  for (const p of pods.items) {
+    const states = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])];
+    process.stderr.write(
+      `pod ${p.metadata?.name}: ${JSON.stringify(states.map((c) => [c.name, c.state]))}\n`,
+    );
+    for (const c of states) {
+      const log = await e2e.core
+        .readNamespacedPodLog({ namespace: e2e.namespace, name: p.metadata!.name!, container: c.name })
+        .catch((e: unknown) => `(no log: ${String(e).slice(0, 100)})`);
+      process.stderr.write(`  log ${c.name}: ${String(log).slice(-1500)}\n`);
+    }
+  }
+}
