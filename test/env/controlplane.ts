@@ -272,6 +272,12 @@ export async function startControlPlane(options: StartControlPlaneOptions = {}):
   for (const d of [dir, pkiDir, logDir, kubeconfigDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
 
   const started: ManagedProcess[] = [];
+  // If the owning process dies without stop() (an uncaught error, process.exit), take the
+  // control plane with it rather than leave servers listening; 'exit' allows only sync work.
+  const killOnExit = (): void => {
+    for (const p of started) if (!p.exited()) p.child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
   const ports: number[] = [];
   const stopAll = async (): Promise<void> => {
     // Dependents first, so nothing logs storms of connection errors while it is stopped.
@@ -458,11 +464,13 @@ export async function startControlPlane(options: StartControlPlaneOptions = {}):
         if (stopped) return;
         stopped = true;
         await stopAll();
+        process.removeListener('exit', killOnExit);
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (error) {
     await stopAll();
+    process.removeListener('exit', killOnExit);
     // The directory stays: its logs explain the failure, and nothing in it runs any more.
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`controlplane: start failed (logs kept in ${logDir}): ${reason}`, { cause: error });
