@@ -297,6 +297,14 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
       }
       const timeout = lockTimeout(flags);
       let result: UpResult;
+      // SIGTERM/SIGINT stop the run between files, so the result still reaches stdout.
+      const stop = new AbortController();
+      const onSignal = () => {
+        err('ptah migrations: stopping after the running migration');
+        stop.abort();
+      };
+      process.once('SIGTERM', onSignal);
+      process.once('SIGINT', onSignal);
       try {
         result = await withDb(url, flags, (db) =>
           migrateUp(db, {
@@ -305,6 +313,7 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
             ...(mode ? { txMode: mode } : {}),
             ...(expected ? { expectSequence: expected } : {}),
             ...(historyFingerprint ? { expectHistoryFingerprint: historyFingerprint } : {}),
+            signal: stop.signal,
             onProgress: (e) => {
               if (e.phase === 'done' && !flags.json) err(`applied ${e.version} (${e.ms} ms)`);
             },
@@ -320,6 +329,9 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
           lockWaitMs: 0,
           durationMs: 0,
         };
+      } finally {
+        process.off('SIGTERM', onSignal);
+        process.off('SIGINT', onSignal);
       }
       out(flags.json ? JSON.stringify(result) : renderUp(result));
       return upExit(result);

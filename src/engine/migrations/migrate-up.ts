@@ -31,7 +31,8 @@ export type UpReason =
   | 'statement_failed'
   | 'connection_lost'
   | 'database_error'
-  | 'connection_failed';
+  | 'connection_failed'
+  | 'interrupted';
 
 export interface ExpectedMigration {
   readonly version: string;
@@ -79,6 +80,11 @@ export interface UpOptions {
   readonly toVersion?: string;
   /** Progress: versions and timings only. */
   readonly onProgress?: (event: { version: string; phase: 'start' | 'done'; ms?: number }) => void;
+  /**
+   * Aborting asks the run to stop before the next file (SIGTERM from the Job): the file running finishes,
+   * the result is still returned, and the stopped version has not started.
+   */
+  readonly signal?: AbortSignal;
 }
 
 const BLOCKING: Partial<Record<Verdict, UpReason>> = {
@@ -277,6 +283,16 @@ export async function migrateUp(db: MigrationAdapter, options: UpOptions): Promi
     mutationStarted = true;
     await db.ensureRevisionTable();
     for (const { file, statements } of plan) {
+      if (options.signal?.aborted) {
+        return {
+          outcome: 'failed',
+          applied,
+          stoppedAt: file.version,
+          reason: 'interrupted',
+          lockWaitMs,
+          durationMs: elapsed(),
+        };
+      }
       const mode = options.txMode ?? file.txMode ?? db.defaultTxMode;
       options.onProgress?.({ version: file.version, phase: 'start' });
       const r = await applyFile(db, file, statements, mode);

@@ -11,7 +11,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Dialect } from '../../../src/engine/database-url.ts';
 import { hashMigrationDirectory } from '../../../src/engine/migrations/migration-directory.ts';
 
-const PTAH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'ptah.mjs');
+export const PTAH_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'ptah.mjs');
 
 export function migrationDir(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'ptah-migrations-'));
@@ -38,7 +38,7 @@ export function ptah(args: readonly string[], env: Record<string, string>): Prom
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [PTAH, ...args],
+      [PTAH_BIN, ...args],
       { env: { ...process.env, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;

@@ -2,6 +2,7 @@
 // file (the caller starts it), one database per test.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Dialect } from '../../../src/engine/database-url.ts';
@@ -10,7 +11,7 @@ import { loadMigrationDirectory } from '../../../src/engine/migrations/migration
 import { migrateUp, type UpResult } from '../../../src/engine/migrations/migrate-up.ts';
 import { parseRevisionTableName } from '../../../src/engine/migrations/revision.ts';
 import type { MigrationStatus } from '../../../src/engine/migrations/migration-status.ts';
-import { migrationDir, ptah, revisions, rows, tables, writeDir } from './helpers.ts';
+import { migrationDir, ptah, PTAH_BIN, revisions, rows, tables, writeDir } from './helpers.ts';
 
 export interface TestServer {
   createDatabase(name: string): Promise<string>;
@@ -500,6 +501,40 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
         values.map((r) => Number(r['v'])),
         [1, 2],
       );
+    });
+
+    test('SIGTERM stops up between files and still prints the result', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_slow.sql': `CREATE TABLE slow (id int);\n${SQL[dialect].sleep(1.5)};`,
+        '2_next.sql': 'CREATE TABLE next_one (id int);',
+      });
+      const child = spawn(
+        process.execPath,
+        [PTAH_BIN, 'migrations', 'up', '--json', '--dir', dir, '--lock-timeout', '5s'],
+        { env: { ...process.env, PTAH_DB_URL: url }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      // Wait until the slow statement is running, then ask the run to stop.
+      const find: Record<Dialect, string> = {
+        postgres:
+          "SELECT 1 AS x FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND pid <> pg_backend_pid()",
+        mysql: "SELECT 1 AS x FROM information_schema.processlist WHERE info LIKE 'SELECT SLEEP%'",
+      };
+      for (let i = 0; i < 100 && (await rows(dialect, url, find[dialect])).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      child.kill('SIGTERM');
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      const result = JSON.parse(stdout) as UpResult;
+      assert.equal(code, 1);
+      assert.equal(result.outcome, 'failed');
+      assert.equal(result.reason, 'interrupted');
+      assert.deepEqual(result.applied, ['1']);
+      assert.equal(result.stoppedAt, '2');
+      assert.deepEqual(await tables(dialect, url), ['ptah_schema_revisions', 'slow']);
+      assert.equal((await status(dir, url)).status.verdict, 'pending');
     });
 
     test('two concurrent up runs never interleave: the second waits, a third times out', async () => {
