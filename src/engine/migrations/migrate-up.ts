@@ -195,10 +195,10 @@ async function applyFile(
       try {
         if (done === 0) await db.deleteRevision(file.version);
         else await db.markRevisionStopped(file.version, done);
-      } catch (bookkeeping) {
-        // The statement failed cleanly but the record could not be written: the database holds a dirty
-        // row with statements_done = 0, which reads as dirty. Say unknown rather than guess.
-        return fail(stmt, db.classifyError(bookkeeping), 'unknown');
+      } catch {
+        // The statement failed cleanly but the record could not be corrected: the database holds a dirty
+        // row with statements_done = 0, which reads as dirty. Report the statement's failure, as unknown.
+        return fail(stmt, cls, 'unknown');
       }
       return fail(stmt, cls, done === 0 ? 'failed' : 'partial');
     }
