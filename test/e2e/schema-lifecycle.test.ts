@@ -2,11 +2,17 @@
 // Pods run by the node agent, and a real PostgreSQL whose contents and statement log are the evidence.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
+import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { nodeAgentAvailable } from '../env/environment.ts';
 import {
+  at,
   dumpDebug,
   createSchema,
+  eventually,
+  getSchema,
   createSecret,
   createSource,
   schemaJobs,
@@ -78,5 +84,216 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
       'plan',
       'plan',
     ]);
+  });
+
+  /** Statements the engine ran in one database, from the server's own log. */
+  function ddlIn(database: string, pattern: RegExp): string[] {
+    return e2e.env
+      .postgres!.statements()
+      .filter((st) => st.database === database && pattern.test(st.sql))
+      .map((st) => st.sql);
+  }
+
+  async function approve(
+    name: string,
+    spec: { schema: { name: string; uid: string }; plan: { name: string; uid: string }; fingerprint: string },
+    forgedApprover?: string,
+  ): Promise<PtahSchemaApproval> {
+    const api = e2e.approver.makeApiClient(k8s.CustomObjectsApi);
+    return (await api.createNamespacedCustomObject({
+      ...at(e2e, 'ptahschemaapprovals'),
+      body: {
+        apiVersion: 'operator.ptah.run/v1alpha1',
+        kind: 'PtahSchemaApproval',
+        metadata: { name },
+        spec: {
+          schemaRef: spec.schema,
+          planRef: spec.plan,
+          planFingerprint: spec.fingerprint,
+          ...(forgedApprover ? { approver: { username: forgedApprover, groups: ['system:masters'] } } : {}),
+        },
+      },
+    })) as PtahSchemaApproval;
+  }
+
+  async function planCount(schema: string): Promise<number> {
+    const list = (await e2e.objects.listNamespacedCustomObject({
+      ...at(e2e, 'ptahschemaplans'),
+      labelSelector: `operator.ptah.run/schema=${schema}`,
+    })) as { items: unknown[] };
+    return list.items.length;
+  }
+
+  it('OnApproval waits; a wrong fingerprint never applies; a forged approver is stamped; the exact approval applies once', async () => {
+    const url = await e2e.env.postgres!.createDatabase('approval_db');
+    await createSecret(e2e, 'approval-db', url);
+    await createSource(e2e, 'approval-src', { 'schema.sql': ORDERS });
+    await createSchema(e2e, 'approval', { source: 'approval-src', secret: 'approval-db' });
+    const waiting = await waitForPhase(e2e, 'approval', ['AwaitingApproval', 'Failed', 'Blocked']);
+    if (waiting.status?.phase !== 'AwaitingApproval') await dumpDebug(e2e, 'approval');
+    assert.equal(waiting.status?.phase, 'AwaitingApproval');
+    const plan = waiting.status!.plan!;
+    const schemaRef = { name: 'approval', uid: waiting.metadata.uid! };
+    const planRef = { name: plan.name, uid: plan.uid };
+
+    // A wrong fingerprint: refused by admission, or, if it got in, never applied.
+    await approve('wrong', {
+      schema: schemaRef,
+      plan: planRef,
+      fingerprint: `sha256:${'0'.repeat(64)}`,
+    }).catch(() => undefined);
+    await sleep(4_000);
+    assert.equal((await getSchema(e2e, 'approval')).status?.phase, 'AwaitingApproval');
+    assert.deepEqual(ddlIn('approval_db', /CREATE TABLE/i), [], 'no statement of the plan ran');
+
+    const stored = await approve(
+      'exact',
+      { schema: schemaRef, plan: planRef, fingerprint: plan.fingerprint },
+      'mallory',
+    );
+    assert.equal(
+      stored.spec.approver?.username,
+      e2e.env.controlPlane.identities.approver,
+      'admission stamped the real identity',
+    );
+    assert.ok(!stored.spec.approver?.groups?.includes('system:masters'));
+
+    const done = await waitForPhase(e2e, 'approval', ['InSync', 'Failed', 'Blocked']);
+    if (done.status?.phase !== 'InSync') await dumpDebug(e2e, 'approval');
+    assert.equal(done.status?.phase, 'InSync');
+    assert.equal(done.status?.applied?.planRef.uid, plan.uid);
+    assert.equal(
+      ddlIn('approval_db', /CREATE TABLE\s+(IF NOT EXISTS\s+)?"?public"?\."?orders"?/i).length,
+      1,
+      'applied exactly once',
+    );
+    const consumed = await eventually('approval consumed', async () => {
+      const a = (await e2e.objects.getNamespacedCustomObject({
+        ...at(e2e, 'ptahschemaapprovals'),
+        name: 'exact',
+      })) as PtahSchemaApproval;
+      return a.status?.conditions?.some((c) => c.type === 'Consumed' && c.status === 'True') ? a : undefined;
+    });
+    assert.ok(consumed);
+    const journal: string[] = done.status?.journal?.entries.map((e) => e.type) ?? [];
+    for (const t of ['PlanPublished', 'ApprovalAccepted', 'ApplyFinished', 'Verified'])
+      assert.ok(journal.includes(t), t);
+  });
+
+  it('an edit to an unselected key publishes nothing; an edit to a selected key retires the plan and publishes a new one', async () => {
+    const url = await e2e.env.postgres!.createDatabase('edit_db');
+    await createSecret(e2e, 'edit-db', url);
+    await createSource(e2e, 'edit-src', { 'schema.sql': ORDERS, 'notes.txt': 'first' });
+    await createSchema(e2e, 'edit', { source: 'edit-src', secret: 'edit-db' });
+    const first = await waitForPhase(e2e, 'edit', ['AwaitingApproval', 'Failed', 'Blocked']);
+    assert.equal(first.status?.phase, 'AwaitingApproval');
+    const plan1 = first.status!.plan!;
+
+    await e2e.core.patchNamespacedConfigMap(
+      { namespace: e2e.namespace, name: 'edit-src', body: { data: { 'notes.txt': 'second' } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await sleep(5_000);
+    const still = await getSchema(e2e, 'edit');
+    assert.equal(still.status?.plan?.name, plan1.name, 'the plan is kept');
+    assert.equal(still.status?.resolution?.contentDigest, first.status?.resolution?.contentDigest);
+    assert.equal(await planCount('edit'), 1, 'nothing new is published');
+
+    await e2e.core.patchNamespacedConfigMap(
+      {
+        namespace: e2e.namespace,
+        name: 'edit-src',
+        body: { data: { 'schema.sql': ORDERS + 'CREATE TABLE public.customers (id bigint PRIMARY KEY);\n' } },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    const second = await eventually(
+      'a new plan',
+      async () => {
+        const s = await getSchema(e2e, 'edit');
+        return s.status?.phase === 'AwaitingApproval' && s.status.plan && s.status.plan.name !== plan1.name
+          ? s
+          : undefined;
+      },
+      60_000,
+    );
+    assert.notEqual(second.status?.resolution?.contentDigest, first.status?.resolution?.contentDigest);
+    assert.equal(await planCount('edit'), 2);
+    // The retired plan cannot be approved any more.
+    const stale = await approve('edit-stale', {
+      schema: { name: 'edit', uid: first.metadata.uid! },
+      plan: { name: plan1.name, uid: plan1.uid },
+      fingerprint: plan1.fingerprint,
+    }).then(
+      () => 'accepted',
+      () => 'refused',
+    );
+    await sleep(3_000);
+    assert.equal(
+      (await getSchema(e2e, 'edit')).status?.phase,
+      'AwaitingApproval',
+      `stale approval ${stale} never applies`,
+    );
+    assert.deepEqual(ddlIn('edit_db', /CREATE TABLE/i), []);
+  });
+
+  it('a destructive change with allowDestructive false ends Blocked and runs no SQL', async () => {
+    const url = await e2e.env.postgres!.createDatabase('destructive_db');
+    await query(url, 'CREATE TABLE public.legacy (id bigint PRIMARY KEY, note text)');
+    await createSecret(e2e, 'destructive-db', url);
+    await createSource(e2e, 'destructive-src', {
+      'schema.sql': 'CREATE TABLE public.legacy (id bigint PRIMARY KEY);',
+    });
+    await createSchema(e2e, 'destructive', {
+      source: 'destructive-src',
+      secret: 'destructive-db',
+      policy: { apply: 'Always' },
+    });
+    const s = await waitForPhase(e2e, 'destructive', ['Blocked', 'InSync', 'Failed']);
+    if (s.status?.phase !== 'Blocked') await dumpDebug(e2e, 'destructive');
+    assert.equal(s.status?.phase, 'Blocked');
+    assert.equal(s.status?.conditions?.find((c) => c.type === 'Ready')?.reason, 'DestructiveChangesDisabled');
+    assert.deepEqual(ddlIn('destructive_db', /ALTER TABLE|DROP /i), []);
+    const cols = await query(
+      url,
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 'legacy' ORDER BY 1",
+    );
+    assert.deepEqual(
+      cols.map((r) => r['column_name']),
+      ['id', 'note'],
+    );
+  });
+
+  it('a change to a protected table ends Blocked with reason ProtectedTable and runs no SQL', async () => {
+    const url = await e2e.env.postgres!.createDatabase('protected_db');
+    await query(url, 'CREATE TABLE public.audit (id bigint PRIMARY KEY)');
+    await createSecret(e2e, 'protected-db', url);
+    await createSource(e2e, 'protected-src', {
+      'schema.sql': 'CREATE TABLE public.audit (id bigint PRIMARY KEY, actor text);',
+    });
+    await createSchema(e2e, 'protected', {
+      source: 'protected-src',
+      secret: 'protected-db',
+      policy: { apply: 'Always', protectedTables: ['public.audit'] },
+    });
+    const s = await waitForPhase(e2e, 'protected', ['Blocked', 'InSync', 'Failed']);
+    if (s.status?.phase !== 'Blocked') await dumpDebug(e2e, 'protected');
+    assert.equal(s.status?.phase, 'Blocked');
+    assert.equal(s.status?.conditions?.find((c) => c.type === 'PlanReady')?.reason, 'ProtectedTable');
+    assert.equal(s.status?.plan, undefined, 'no plan is published');
+    assert.deepEqual(ddlIn('protected_db', /ALTER TABLE/i), []);
+  });
+
+  it('apply Never records the plan and applies none', async () => {
+    const url = await e2e.env.postgres!.createDatabase('never_db');
+    await createSecret(e2e, 'never-db', url);
+    await createSource(e2e, 'never-src', { 'schema.sql': ORDERS });
+    await createSchema(e2e, 'never', { source: 'never-src', secret: 'never-db', policy: { apply: 'Never' } });
+    const s = await waitForPhase(e2e, 'never', ['Blocked', 'InSync', 'Failed']);
+    assert.equal(s.status?.phase, 'Blocked');
+    assert.equal(s.status?.conditions?.find((c) => c.type === 'Ready')?.reason, 'ApplyDisabled');
+    assert.ok(s.status?.plan?.name, 'the plan is recorded');
+    assert.equal(await planCount('never'), 1);
+    assert.deepEqual(ddlIn('never_db', /CREATE TABLE/i), []);
   });
 });
