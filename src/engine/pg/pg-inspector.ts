@@ -203,6 +203,12 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
       comment(`VIEW ${q}`, r['comment']);
       continue;
     }
+    if ((cons.get(oid) ?? []).some((con) => str(con['type']) === 'x')) {
+      // The model cannot express an exclusion constraint, so the whole table is left alone rather than
+      // half-managed (a plan would otherwise drop the constraint or the table).
+      unmanaged.push({ kind: 'Unmanaged', objectKind: 'table with exclusion constraint', schema, name });
+      continue;
+    }
     const elements: string[] = [];
     for (const col of cols.get(oid) ?? []) {
       const cq = quoteIdent(str(col['name']));
@@ -219,15 +225,6 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
       comment(`COLUMN ${q}.${cq}`, col['comment']);
     }
     for (const con of cons.get(oid) ?? []) {
-      if (str(con['type']) === 'x') {
-        unmanaged.push({
-          kind: 'Unmanaged',
-          objectKind: 'exclusion constraint',
-          schema,
-          name: `${name}.${str(con['name'])}`,
-        });
-        continue;
-      }
       elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${str(con['def'])}`);
     }
     out.push(`CREATE TABLE ${q} (${elements.join(', ')});`);

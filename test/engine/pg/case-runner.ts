@@ -27,6 +27,8 @@ export interface SchemaCase {
   /** SQL that fills the current tables; by default one generated row per table. */
   readonly seed?: string;
   readonly exclude?: readonly string[];
+  /** The part of `current` the engine manages, when `current` also creates unmanaged objects. */
+  readonly currentManaged?: string;
   readonly file: string;
 }
 
@@ -103,7 +105,8 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const currentModel = await loadDesiredSql([{ path: 'current', sql: c.current }]);
+    const managedCurrent = c.currentManaged ?? c.current;
+    const currentModel = await loadDesiredSql([{ path: 'current', sql: managedCurrent }]);
     if (c.current.trim() !== '') await client.query(c.current);
     if (c.seed !== undefined) await client.query(c.seed);
     else {
@@ -113,19 +116,27 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
     }
     const scope = { exclude: c.exclude ?? [] };
     const d = postgresDialect;
-    const again = await plan(url, d, { files: [{ path: 'current.sql', sql: c.current }] }, scope);
+    const again = await plan(url, d, { files: [{ path: 'current.sql', sql: managedCurrent }] }, scope);
     assert.deepEqual(
       again.plan?.statements.map((s) => s.sql) ?? [],
       [],
       `current should re-plan to nothing, got kinds ${again.changes.map((x) => x.kind).join(', ')}`,
     );
-    const p = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }] }, scope);
     if (c.error !== undefined) {
+      // Either the desired state is rejected with an error, or the plan is refused: both name the reason.
+      let p;
+      try {
+        p = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }] }, scope);
+      } catch (error) {
+        assert.match((error as Error).message, new RegExp(c.error.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+        return;
+      }
       assert.equal(p.outcome, 'refused');
       assert.match(p.refusal?.reason ?? '', new RegExp(c.error.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
       assert.equal(p.bytes, undefined, 'a refused plan has no SQL');
       return;
     }
+    const p = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }] }, scope);
     assert.notEqual(p.outcome, 'refused', p.refusal?.reason);
     if (c.kinds !== undefined) {
       assert.deepEqual(
