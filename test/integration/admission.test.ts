@@ -13,6 +13,7 @@ import { startAdmissionServer, type AdmissionServer } from '../../src/admission/
 import { kubernetesApprovalSubjects } from '../../src/admission/approval-subjects.ts';
 import { approvalWebhooks, WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
 import { buildCrds } from '../../src/api/crds.ts';
+import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
@@ -73,8 +74,7 @@ before(async () => {
   });
 
   const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
-  for (const crd of buildCrds())
-    await ext.createCustomResourceDefinition({ body: crd as unknown as k8s.V1CustomResourceDefinition });
+  for (const body of crdClientModels()) await ext.createCustomResourceDefinition({ body });
   for (const crd of buildCrds()) {
     await eventually(`CRD ${crd.metadata.name} established`, async () => {
       const c = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
