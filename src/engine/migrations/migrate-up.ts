@@ -8,8 +8,9 @@
  *     the whole file back: outcome `failed`, history clean.
  *   - otherwise (mode `none`, or a database whose DDL commits implicitly): a dirty revision row is written
  *     first, statements run (inside a transaction for `file`, which protects DML only), then the row is
- *     marked clean. A failure at statement 1 changed nothing: the row is removed, outcome `failed`. A
- *     failure later leaves the row dirty with the number of statements done: outcome `partial`.
+ *     marked clean. A failure that provably changed nothing (at statement 1, or in `file` mode while the
+ *     database confirms no statement committed implicitly) removes the row: outcome `failed`. Any other
+ *     failure leaves the row dirty with the number of statements done: outcome `partial`.
  *   - a broken connection during a statement or COMMIT: outcome `unknown` (it may or may not have run).
  */
 import { compareVersions, type MigrationFile, type TxMode } from './migration-file.ts';
@@ -183,15 +184,21 @@ async function applyFile(
   // No transactional DDL (or mode none): the dirty row is what survives a stop half way.
   await db.insertRevision({ ...row, executionMs: 0, dirty: true, statementsDone: 0 });
   const inTx = mode === 'file';
+  // In `file` mode, whether every statement so far stayed inside the transaction (so ROLLBACK undoes
+  // them all); false once one committed implicitly or the database cannot say.
+  let rollbackUndoesAll = inTx;
   if (inTx) await db.begin();
   for (const stmt of statements) {
     try {
       await db.execute(stmt.sql);
+      if (rollbackUndoesAll) rollbackUndoesAll = (await db.inTransaction()) === true;
     } catch (error) {
       const cls = db.classifyError(error);
       if (cls.kind === 'connection') return fail(stmt, cls, 'unknown');
+      // MySQL commits implicitly before a DDL statement runs, even one that then fails: ask again.
+      if (rollbackUndoesAll) rollbackUndoesAll = (await db.inTransaction().catch(() => false)) === true;
       if (inTx) await db.rollback().catch(() => undefined);
-      const done = stmt.index - 1;
+      const done = rollbackUndoesAll ? 0 : stmt.index - 1;
       try {
         if (done === 0) await db.deleteRevision(file.version);
         else await db.markRevisionStopped(file.version, done);

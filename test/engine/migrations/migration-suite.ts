@@ -304,6 +304,49 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       assert.equal((await status(dir, url)).status.verdict, dialect === 'postgres' ? 'pending' : 'dirty');
     });
 
+    test('an explicit "file" directive: DML rolls back on both engines; MariaDB DDL commits, so partial', async () => {
+      const url = await newDb();
+      const dir = migrationDir({
+        '1_a.sql': 'CREATE TABLE a (id int);',
+        '2_fill.sql':
+          '-- ptah:txmode file\nINSERT INTO a VALUES (1);\nINSERT INTO a VALUES (2);\nINSERT INTO missing VALUES (3);',
+      });
+      const run = await up(dir, url);
+      assert.equal(run.result.failure?.statementIndex, 3);
+      assert.equal(run.result.outcome, 'failed');
+      assert.equal(String((await rows(dialect, url, 'SELECT count(*) AS c FROM a'))[0]?.['c']), '0');
+      assert.equal((await status(dir, url)).status.verdict, 'pending', 'history clean');
+
+      writeDir(dir, {
+        '2_fill.sql':
+          '-- ptah:txmode file\nINSERT INTO a VALUES (1);\nCREATE TABLE b (id int);\nINSERT INTO missing VALUES (3);',
+      });
+      const ddl = await up(dir, url);
+      const expected: Record<Dialect, { outcome: string; rows: string; verdict: string }> = {
+        postgres: { outcome: 'failed', rows: '0', verdict: 'pending' },
+        // CREATE TABLE committed the INSERT before it and itself: both stay.
+        mysql: { outcome: 'partial', rows: '1', verdict: 'dirty' },
+      };
+      assert.equal(ddl.result.outcome, expected[dialect].outcome);
+      assert.equal(
+        String((await rows(dialect, url, 'SELECT count(*) AS c FROM a'))[0]?.['c']),
+        expected[dialect].rows,
+      );
+      assert.equal((await status(dir, url)).status.verdict, expected[dialect].verdict);
+
+      // A DDL statement that fails still committed the INSERT before it on MariaDB (implicit commit first).
+      const url2 = await newDb();
+      writeDir(dir, {
+        '2_fill.sql': '-- ptah:txmode file\nINSERT INTO a VALUES (1);\nCREATE TABLE a (id int);',
+      });
+      const failedDdl = await up(dir, url2);
+      assert.equal(failedDdl.result.outcome, expected[dialect].outcome);
+      assert.equal(
+        String((await rows(dialect, url2, 'SELECT count(*) AS c FROM a'))[0]?.['c']),
+        expected[dialect].rows,
+      );
+    });
+
     test('a failure at the first statement changed nothing: failed, history clean, in any mode', async () => {
       const url = await newDb();
       const dir = migrationDir({

@@ -39,6 +39,11 @@ export interface MigrationAdapter {
   commit(): Promise<void>;
   rollback(): Promise<void>;
   execute(sql: string): Promise<void>;
+  /**
+   * Whether the transaction begun for a file is still open after a statement (false: the statement
+   * committed implicitly, as MySQL DDL does); undefined when the database cannot say.
+   */
+  inTransaction(): Promise<boolean | undefined>;
   classifyError(error: unknown): StatementErrorClass;
 
   /**

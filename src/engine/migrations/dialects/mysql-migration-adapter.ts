@@ -56,6 +56,7 @@ export async function openMysqlMigrationAdapter(
     }
   }
   const schemaName = schema;
+  let inTransactionKnown: boolean | undefined;
   const target = `${quote(schemaName)}.${quote(name.table)}`;
   // GET_LOCK names are limited to 64 characters.
   const lockName =
@@ -158,6 +159,19 @@ export async function openMysqlMigrationAdapter(
     },
     async execute(sql) {
       await conn.query(sql);
+    },
+    async inTransaction() {
+      // MariaDB exposes @@in_transaction; MySQL does not (error 1193), and then the engine cannot tell.
+      if (inTransactionKnown === false) return undefined;
+      try {
+        const [rows] = await conn.query<RowDataPacket[]>('SELECT @@in_transaction AS t');
+        inTransactionKnown = true;
+        return Number(rows[0]?.['t']) === 1;
+      } catch (error) {
+        if ((error as { errno?: unknown }).errno !== 1193) throw error;
+        inTransactionKnown = false;
+        return undefined;
+      }
     },
     classifyError(error): StatementErrorClass {
       const e = error as { errno?: unknown; sqlState?: unknown; code?: unknown; fatal?: unknown };

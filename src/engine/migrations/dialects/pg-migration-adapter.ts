@@ -147,6 +147,10 @@ export async function openPgMigrationAdapter(
     async execute(sql) {
       await client.query(sql);
     },
+    async inTransaction() {
+      // PostgreSQL never commits implicitly inside a transaction block.
+      return true;
+    },
     classifyError(error): StatementErrorClass {
       const code = (error as { code?: unknown }).code;
       const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
