@@ -1,0 +1,141 @@
+// The layers that never touch a database: normaliser, desired-state loader, diff order, classification,
+// plan-file bytes and scope patterns.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { canonicalJson } from '../../../src/engine/canonical-json.ts';
+import { classify, typeChangeRisk } from '../../../src/engine/classify.ts';
+import { diffModels } from '../../../src/engine/diff.ts';
+import type { Column, SchemaModel } from '../../../src/engine/model.ts';
+import { loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
+import { renderPostgres } from '../../../src/engine/pg/pg-renderer.ts';
+import { PlanFileError, readPlan, serialisePlan } from '../../../src/engine/plan-file.ts';
+import { excludeObjects } from '../../../src/engine/scope.ts';
+
+const load = (sql: string) => loadDesiredSql([{ path: 'test.sql', sql }]);
+const plan = (from: SchemaModel, to: SchemaModel) =>
+  diffModels({ from, to, liveRows: [] }).flatMap(renderPostgres);
+
+describe('normaliser', () => {
+  test('the catalog spelling and the declared spelling compare equal', async () => {
+    const declared =
+      await load(`CREATE TABLE t (id int PRIMARY KEY, s varchar(5) DEFAULT 'x' CHECK (s IN ('x', 'y')),
+      n numeric(6,2) CHECK (n BETWEEN 0 AND 10), at timestamp(3));`);
+    const catalog =
+      await load(`CREATE TABLE public.t (id integer NOT NULL, s character varying(5) DEFAULT 'x'::character varying,
+      n numeric(6,2), at timestamp(3) without time zone, CONSTRAINT t_pkey PRIMARY KEY (id),
+      CONSTRAINT t_s_check CHECK (((s)::text = ANY ((ARRAY['x'::character varying, 'y'::character varying])::text[]))),
+      CONSTRAINT t_n_check CHECK (((n >= (0)::numeric) AND (n <= (10)::numeric))));`);
+    assert.deepEqual(plan(catalog, declared), []);
+  });
+
+  test('different expressions do not compare equal', async () => {
+    const a = await load('CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n > 0));');
+    const b = await load('CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n >= 0));');
+    assert.equal(plan(a, b).length, 2);
+  });
+});
+
+describe('diff', () => {
+  test('the order of declarations does not change the plan', async () => {
+    const empty = await load('');
+    const x = await load(
+      'CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a); CREATE TABLE a (id int PRIMARY KEY); CREATE INDEX ON b (a_id);',
+    );
+    const y = await load(
+      'CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a); CREATE INDEX ON b (a_id);',
+    );
+    const px = plan(empty, x);
+    assert.deepEqual(px, plan(empty, y));
+    assert.match(px[0] ?? '', /^CREATE TABLE "public"\."a"/, 'referenced table first');
+    assert.match(px.at(-1) ?? '', /FOREIGN KEY/, 'foreign keys after every table');
+  });
+
+  test('every identifier is quoted with inner quotes doubled', async () => {
+    const out = plan(await load(''), await load('CREATE TABLE "a""b" ("Select" int PRIMARY KEY);'));
+    assert.equal(
+      out[0],
+      'CREATE TABLE "public"."a""b" (\n  "Select" integer NOT NULL,\n  PRIMARY KEY ("Select")\n)',
+    );
+  });
+});
+
+describe('classification', () => {
+  const col = (name: string, mods = ''): Column => ({
+    kind: 'Column',
+    name: 'c',
+    type: { name, mods, array: false },
+    notNull: false,
+  });
+  test('type changes', () => {
+    assert.equal(typeChangeRisk(col('character varying', '(10)'), col('character varying', '(20)')), 'widen');
+    assert.equal(
+      typeChangeRisk(col('character varying', '(20)'), col('character varying', '(10)')),
+      'narrow',
+    );
+    assert.equal(typeChangeRisk(col('integer'), col('bigint')), 'rewrite');
+    assert.equal(typeChangeRisk(col('numeric', '(8,2)'), col('numeric', '(10,2)')), 'widen');
+    assert.equal(typeChangeRisk(col('text'), col('integer')), 'narrow');
+  });
+  test('drops are destructive, additions are not', () => {
+    const t = { schema: 'public', name: 't' };
+    assert.equal(classify({ kind: 'DropColumn', table: t, column: col('text') }).destructive, true);
+    assert.equal(
+      classify({ kind: 'AddColumn', table: t, column: col('text'), tableIsNew: false }).severity,
+      'safe',
+    );
+    assert.equal(
+      classify({ kind: 'AddColumn', table: t, column: { ...col('text'), notNull: true }, tableIsNew: false })
+        .severity,
+      'warning',
+    );
+  });
+});
+
+describe('plan file', () => {
+  const doc = {
+    format_version: 1,
+    dialect: 'postgres',
+    from_fingerprint: 'sha256:a',
+    to_fingerprint: 'sha256:b',
+    destructive: false,
+    statements: [{ sql: 'SELECT 1', severity: 'safe' as const, reason: 'r' }],
+    managed_rows: [],
+    rows_fingerprint: 'sha256:c',
+  };
+  test('bytes are canonical and round-trip', () => {
+    const bytes = serialisePlan(doc);
+    assert.equal(bytes, canonicalJson(doc) + '\n');
+    assert.ok(!bytes.slice(0, -1).includes('\n'));
+    assert.deepEqual(readPlan(Buffer.from(bytes)).plan, doc);
+  });
+  test('invalid plans are rejected with the field named', () => {
+    assert.throws(
+      () => readPlan(Buffer.from(serialisePlan({ ...doc, format_version: 2 }))),
+      /format_version/,
+    );
+    assert.throws(() => readPlan(Buffer.from('not json')), PlanFileError);
+    const bad = { ...doc, statements: [{ sql: 'x', severity: 'scary', reason: '' }] };
+    assert.throws(() => readPlan(Buffer.from(JSON.stringify(bad))), /statements\[0\]/);
+  });
+});
+
+describe('scope', () => {
+  test('exclude patterns remove tables and qualified columns only', async () => {
+    const m = await load(
+      'CREATE TABLE keep (id int PRIMARY KEY, tmp_col int); CREATE TABLE tmp_x (id int); CREATE TABLE other (tmp_col int);',
+    );
+    const out = excludeObjects(m, ['tmp_*', 'keep.tmp_col']);
+    assert.deepEqual(
+      out.tables.map((t) => t.name),
+      ['keep', 'other'],
+    );
+    assert.deepEqual(
+      out.tables[0]?.columns.map((c) => c.name),
+      ['id'],
+    );
+    assert.deepEqual(
+      out.tables[1]?.columns.map((c) => c.name),
+      ['tmp_col'],
+    );
+  });
+});
