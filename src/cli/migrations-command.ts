@@ -42,6 +42,7 @@ options:
   --revisions-table [S.]T   revision table (default: ptah_schema_revisions in the current schema)
   --json                    print the result as JSON on stdout
   --lock-timeout DURATION   wait for the migration lock (e.g. 30s, 5m; default $PTAH_MIGRATION_LOCK_TIMEOUT or 5m)
+  --connect-timeout DURATION  wait for the server to accept the connection (default $PTAH_CONNECT_TIMEOUT or 30s)
   --tx-mode file|none       up: run-wide transaction mode override
   --expect-sequence FILE    up: JSON [{version, checksum}] the run must match, compared under the lock
   --expect-history-fingerprint HEX  up: refuse unless the history still has this fingerprint
@@ -58,6 +59,7 @@ const OPTIONS = {
   'revisions-table': { type: 'string' },
   json: { type: 'boolean' },
   'lock-timeout': { type: 'string' },
+  'connect-timeout': { type: 'string' },
   'tx-mode': { type: 'string' },
   'expect-sequence': { type: 'string' },
   'expect-history-fingerprint': { type: 'string' },
@@ -139,8 +141,10 @@ async function connect(url: string, flags: Flags): Promise<MigrationAdapter> {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const timeout = flags['connect-timeout'] ?? process.env['PTAH_CONNECT_TIMEOUT'];
+  const options = timeout ? { connectTimeoutMs: parseDuration(timeout) } : {};
   try {
-    return await openMigrationAdapter(url, table);
+    return await openMigrationAdapter(url, table, options);
   } catch (error) {
     const password = decodeURIComponent(new URL(url).password);
     const msg = error instanceof Error ? error.message : String(error);

@@ -4,7 +4,7 @@
  */
 import type { Dialect } from '../../database-url.ts';
 import type { TxMode } from '../migration-file.ts';
-import type { RevisionRow, RevisionTableName } from '../revision.ts';
+import type { RevisionRow } from '../revision.ts';
 
 /** How a failed statement is reported: codes only, never the server's message (it can quote row values). */
 export type StatementErrorClass =
@@ -54,4 +54,9 @@ export interface MigrationAdapter {
   close(): Promise<void>;
 }
 
-export type AdapterFactory = (url: string, table: RevisionTableName) => Promise<MigrationAdapter>;
+export interface ConnectOptions {
+  /** How long to wait for the server to accept the connection; 30 s when not given. */
+  readonly connectTimeoutMs?: number;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;

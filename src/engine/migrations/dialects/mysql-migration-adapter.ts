@@ -3,7 +3,12 @@
 import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2/promise';
-import type { MigrationAdapter, StatementErrorClass } from './migration-adapter.ts';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type ConnectOptions,
+  type MigrationAdapter,
+  type StatementErrorClass,
+} from './migration-adapter.ts';
 import type { RevisionRow, RevisionTableName } from '../revision.ts';
 
 const quote = (ident: string) => '`' + ident.replace(/`/g, '``') + '`';
@@ -35,6 +40,7 @@ interface RawRevision extends RowDataPacket {
 export async function openMysqlMigrationAdapter(
   url: string,
   name: RevisionTableName,
+  options: ConnectOptions = {},
 ): Promise<MigrationAdapter> {
   const u = new URL(url);
   const conn = await mysql.createConnection({
@@ -44,6 +50,8 @@ export async function openMysqlMigrationAdapter(
     password: decodeURIComponent(u.password),
     database: decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined,
     multipleStatements: false,
+    connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    connectAttributes: { program_name: 'ptah-migrations' },
   });
   conn.on('error', () => undefined);
   let schema = name.schema;

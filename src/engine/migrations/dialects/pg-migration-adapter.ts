@@ -1,7 +1,12 @@
 // PostgreSQL: transactional DDL, a session advisory lock waited for under lock_timeout.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { MigrationAdapter, StatementErrorClass } from './migration-adapter.ts';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  type ConnectOptions,
+  type MigrationAdapter,
+  type StatementErrorClass,
+} from './migration-adapter.ts';
 import type { RevisionRow, RevisionTableName } from '../revision.ts';
 
 const quote = (ident: string) => `"${ident.replace(/"/g, '""')}"`;
@@ -26,8 +31,13 @@ interface RawRevision {
 export async function openPgMigrationAdapter(
   url: string,
   name: RevisionTableName,
+  options: ConnectOptions = {},
 ): Promise<MigrationAdapter> {
-  const client = new pg.Client({ connectionString: url, application_name: 'ptah-migrations' });
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'ptah-migrations',
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+  });
   // A broken connection is reported through the failing query; without a listener it would crash the process.
   client.on('error', () => undefined);
   await client.connect();
