@@ -212,7 +212,7 @@ function renderUp(r: UpResult): string {
   if (r.failure) {
     const f = r.failure;
     lines.push(
-      `failure: version ${f.version}, statement ${f.statementIndex}, SQLSTATE ${f.sqlstate ?? '?'}${f.errno !== null ? `, error ${f.errno}` : ''}`,
+      `failure: version ${f.version}, statement ${f.statementIndex} (line ${f.line}), SQLSTATE ${f.sqlstate ?? '?'}${f.errno !== null ? `, error ${f.errno}` : ''}`,
     );
   }
   if (r.mismatch) {

@@ -44,6 +44,8 @@ export interface UpFailure {
   readonly version: string;
   /** 1-based position of the failing statement within its file. */
   readonly statementIndex: number;
+  /** Line of the file on which that statement's code starts, for people (not part of the contract). */
+  readonly line: number;
   readonly sqlstate: string | null;
   /** MySQL/MariaDB error number; null on PostgreSQL. */
   readonly errno: number | null;
@@ -143,6 +145,7 @@ async function applyFile(
           failure: {
             version: file.version,
             statementIndex: stmt.index,
+            line: stmt.line,
             sqlstate: cls.sqlstate,
             errno: cls.errno,
           },

@@ -160,7 +160,10 @@ export function splitStatements(sql: string, dialect: SplitDialect): SplitStatem
   while (i < n) {
     const c = sql[i] ?? '';
     const next = sql[i + 1] ?? '';
-    if ((c === '-' && next === '-') || (dialect === 'mysql' && c === '#')) {
+    // MySQL starts a `--` comment only when whitespace (or the end) follows: `1--1` is arithmetic there.
+    const dashComment =
+      c === '-' && next === '-' && (dialect === 'postgres' || i + 2 >= n || /\s/.test(sql[i + 2] ?? ''));
+    if (dashComment || (dialect === 'mysql' && c === '#')) {
       const eol = sql.indexOf('\n', i);
       i = eol === -1 ? n : eol + 1;
       continue;

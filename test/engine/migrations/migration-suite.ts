@@ -228,6 +228,7 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       assert.deepEqual(run.result.failure, {
         version: '2',
         statementIndex: 3,
+        line: 4,
         sqlstate: SQL[dialect].missingTable,
         errno: dialect === 'mysql' ? 1146 : null,
       });
@@ -274,6 +275,7 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       assert.deepEqual(run.result.failure, {
         version: '2',
         statementIndex: 2,
+        line: 2,
         sqlstate: SQL[dialect].duplicateTable,
         errno: dialect === 'mysql' ? 1050 : null,
       });

@@ -138,3 +138,11 @@ test('MySQL: procedures, triggers and events with compound bodies need no DELIMI
     'COMMIT',
   ]);
 });
+
+test('MySQL: "--" starts a comment only before whitespace', () => {
+  assert.deepEqual(texts('SELECT 1--1;\nSELECT 2 -- note; here\n;--\nSELECT 3', 'mysql'), [
+    'SELECT 1--1',
+    'SELECT 2 -- note; here',
+    '--\nSELECT 3',
+  ]);
+});
