@@ -265,16 +265,19 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
       const files = loadMigrationDirectory(dir);
       const dialect =
         flags.url || process.env['PTAH_DB_URL'] ? resolveDatabaseUrl(flags.url).dialect : undefined;
+      // Without a URL the dialect is unknown: a file is valid when it splits as either dialect.
       let statements = 0;
       for (const f of files) {
+        const errors: string[] = [];
         for (const d of dialect ? [dialect] : (['postgres', 'mysql'] as const)) {
           try {
-            const n = splitStatements(f.sql, d).length;
-            if (d === (dialect ?? 'postgres')) statements += n;
+            statements += splitStatements(f.sql, d).length;
+            break;
           } catch (e) {
-            throw new Error(`${f.name}: ${(e as Error).message}${dialect ? '' : ` (as ${d})`}`);
+            errors.push(`${(e as Error).message}${dialect ? '' : ` (as ${d})`}`);
           }
         }
+        if (errors.length === (dialect ? 1 : 2)) throw new Error(`${f.name}: ${errors.join('; ')}`);
       }
       out(
         flags.json

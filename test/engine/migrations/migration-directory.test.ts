@@ -41,7 +41,7 @@ test('new, hash and validate through the CLI', async () => {
   const { file } = JSON.parse(created.stdout) as { file: string };
   assert.match(file, /^\d{14}_add_orders\.sql$/);
   assert.equal((await ptah(['migrations', 'validate', '--dir', dir], {})).code, 0);
-  writeFileSync(join(dir, file), 'CREATE TABLE orders (note text DEFAULT $$open);');
+  writeFileSync(join(dir, file), "CREATE TABLE orders (note text DEFAULT 'open);");
   const bad = await ptah(['migrations', 'validate', '--dir', dir], {});
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, new RegExp(`${file} does not match its checksum`));
