@@ -22,33 +22,41 @@ function keyed<T extends { schema?: string; name: string }>(list: readonly T[]):
 
 const ref = (t: { schema: string; name: string }): TableRef => ({ schema: t.schema, name: t.name });
 
-/** Tables ordered so a referenced table comes before the tables referencing it. */
-export function topologicalTables(tables: readonly Table[]): Table[] {
-  const sorted = [...tables].sort(byName);
-  const key = (t: { schema: string; name: string }) => `${t.schema}.${t.name}`;
-  const present = new Map(sorted.map((t) => [key(t), t]));
+/**
+ * Stable topological order: items sorted by key, each emitted after its dependencies. A cycle is broken at
+ * the name-ordered entry point, so the result is still deterministic.
+ */
+export function stableTopo<T>(items: readonly T[], key: (x: T) => string, deps: (x: T) => string[]): T[] {
+  const sorted = [...items].sort((a, b) => cmp(key(a), key(b)));
+  const present = new Map(sorted.map((x) => [key(x), x]));
   const done = new Set<string>();
   const visiting = new Set<string>();
-  const out: Table[] = [];
-  const visit = (t: Table) => {
-    const k = key(t);
-    if (done.has(k) || visiting.has(k)) return; // a cycle is broken here, at the name-ordered entry point
+  const out: T[] = [];
+  const visit = (x: T) => {
+    const k = key(x);
+    if (done.has(k) || visiting.has(k)) return;
     visiting.add(k);
-    const deps = t.constraints
-      .filter((c) => c.kind === 'ForeignKey')
-      .map((c) => `${c.refSchema}.${c.refTable}`)
+    for (const d of deps(x)
       .filter((d) => d !== k)
-      .sort(cmp);
-    for (const d of deps) {
-      const dt = present.get(d);
-      if (dt) visit(dt);
+      .sort(cmp)) {
+      const dx = present.get(d);
+      if (dx !== undefined) visit(dx);
     }
     visiting.delete(k);
     done.add(k);
-    out.push(t);
+    out.push(x);
   };
-  for (const t of sorted) visit(t);
+  for (const x of sorted) visit(x);
   return out;
+}
+
+/** Tables ordered so a referenced table comes before the tables referencing it. */
+export function topologicalTables(tables: readonly Table[]): Table[] {
+  return stableTopo(
+    tables,
+    (t) => `${t.schema}.${t.name}`,
+    (t) => t.constraints.flatMap((c) => (c.kind === 'ForeignKey' ? [`${c.refSchema}.${c.refTable}`] : [])),
+  );
 }
 
 export interface DiffInput {
@@ -228,27 +236,60 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   const dropped = topologicalTables(
     [...fromTables.values()].filter((t) => !toTables.has(`${t.schema}.${t.name}`)),
   ).reverse();
+  // In a foreign-key cycle some dropped table still references one dropped before it: that key goes first.
+  dropped.forEach((t, i) => {
+    for (const c of t.constraints) {
+      if (c.kind !== 'ForeignKey') continue;
+      const j = dropped.findIndex((x) => x.schema === c.refSchema && x.name === c.refTable);
+      if (j >= 0 && j < i) push({ kind: 'DropConstraint', table: ref(t), constraint: c });
+    }
+  });
   for (const t of dropped) push({ kind: 'DropTable', table: t });
 
-  // Views: recreated when their definition changed or a table they read had a column dropped or retyped.
+  // Views: recreated when the definition changed, when a table they read had a column dropped or retyped,
+  // or when a view they read is recreated or dropped. Drops run dependents first, creates dependencies first.
   const fromViews = keyed(from.views);
   const toViews = keyed(to.views);
-  const readsRetyped = (v: View) =>
-    [...retypedTables].some((k) =>
-      v.definition.key.includes(`"relname":${JSON.stringify(k.slice(k.indexOf('.') + 1))}`),
+  const reads = (v: View, name: string) => v.definition.key.includes(`"relname":${JSON.stringify(name)}`);
+  const recreate = new Set<string>();
+  for (const [k, live] of fromViews) {
+    const v = toViews.get(k);
+    const retypedRead = [...retypedTables].some((t) => reads(live, t.slice(t.indexOf('.') + 1)));
+    if (!v || live.definition.key !== v.definition.key || retypedRead) recreate.add(k);
+  }
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [k, live] of fromViews) {
+      if (recreate.has(k)) continue;
+      if ([...recreate].some((r) => reads(live, fromViews.get(r)?.name ?? ''))) {
+        recreate.add(k);
+        grew = true;
+      }
+    }
+  }
+  const viewOrder = (views: View[]) =>
+    stableTopo(
+      views,
+      (v) => `${v.schema}.${v.name}`,
+      (v) => views.filter((o) => o !== v && reads(v, o.name)).map((o) => `${o.schema}.${o.name}`),
     );
+  for (const v of viewOrder([...recreate].map((k) => fromViews.get(k) as View)).reverse())
+    push({ kind: 'DropView', view: v });
+  for (const v of viewOrder(
+    [...toViews].filter(([k]) => !fromViews.has(k) || recreate.has(k)).map(([, v]) => v),
+  )) {
+    push({ kind: 'CreateView', view: v });
+    if (v.comment !== undefined) {
+      push({
+        kind: 'SetComment',
+        target: { objectType: 'VIEW', schema: v.schema, name: v.name },
+        comment: v.comment,
+      });
+    }
+  }
   for (const [k, v] of toViews) {
     const live = fromViews.get(k);
-    if (!live || live.definition.key !== v.definition.key || readsRetyped(live)) {
-      if (live) push({ kind: 'DropView', view: live });
-      push({ kind: 'CreateView', view: v });
-      if (v.comment !== undefined)
-        push({
-          kind: 'SetComment',
-          target: { objectType: 'VIEW', schema: v.schema, name: v.name },
-          comment: v.comment,
-        });
-    } else if (live.comment !== v.comment) {
+    if (live && !recreate.has(k) && live.comment !== v.comment) {
       push({
         kind: 'SetComment',
         target: { objectType: 'VIEW', schema: v.schema, name: v.name },
@@ -256,7 +297,6 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
       });
     }
   }
-  for (const [k, v] of fromViews) if (!toViews.has(k)) push({ kind: 'DropView', view: v });
 
   // Reference rows
   const order = topologicalTables(to.tables).map((t) => `${t.schema}.${t.name}`);

@@ -29,6 +29,8 @@ export interface SchemaCase {
   readonly exclude?: readonly string[];
   /** The part of `current` the engine manages, when `current` also creates unmanaged objects. */
   readonly currentManaged?: string;
+  /** Set to false when going back from desired to current is not meant to work (default: it is). */
+  readonly reverse?: boolean;
   readonly file: string;
 }
 
@@ -159,7 +161,38 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       [],
       `desired should re-plan to nothing after apply, got kinds ${after.changes.map((x) => x.kind).join(', ')}`,
     );
-    if (p.plan?.destructive === false) {
+    await checkRowsKept(client, c, p.plan?.destructive, before);
+    if (c.reverse !== false) {
+      // And back again: desired → current must converge too, unless the engine refuses it on purpose.
+      const back = await plan(url, d, { files: [{ path: 'current.sql', sql: managedCurrent }] }, scope);
+      if (back.outcome !== 'refused') {
+        const b = await applyPlan(url, Buffer.from(back.bytes ?? ''));
+        assert.equal(
+          b.outcome,
+          'applied',
+          `apply back: ${JSON.stringify(b.failure)}\n${back.plan?.statements.map((s) => s.sql).join(';\n')}`,
+        );
+        const done = await plan(url, d, { files: [{ path: 'current.sql', sql: managedCurrent }] }, scope);
+        assert.deepEqual(
+          done.plan?.statements.map((s) => s.sql) ?? [],
+          [],
+          `current should re-plan to nothing after going back, got kinds ${done.changes.map((x) => x.kind).join(', ')}`,
+        );
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function checkRowsKept(
+  client: pg.Client,
+  c: SchemaCase,
+  destructive: boolean | undefined,
+  before: Map<string, number>,
+): Promise<void> {
+  {
+    if (destructive === false) {
       const desiredModel = await loadDesiredSql([{ path: 'desired', sql: c.desired }]);
       const managed = new Set(desiredModel.rows.map((r) => `${r.schema}.${r.table}`));
       for (const [table, n] of before) {
@@ -170,7 +203,5 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
         assert.equal(Number(r.rows[0]?.n), n, `rows of ${table} after a non-destructive plan`);
       }
     }
-  } finally {
-    await client.end();
   }
 }
