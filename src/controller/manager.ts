@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
 import type { ManagerIdentity } from './jobs/schema-job.ts';
+import { withCrashPoints } from './fault-injection.ts';
 import { withMicroTimeLeases } from './realm/micro-time.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
@@ -52,7 +53,7 @@ export class Manager {
 
     const reconciler = new SchemaReconciler({
       core: kubeConfig.makeApiClient(k8s.CoreV1Api),
-      batch: kubeConfig.makeApiClient(k8s.BatchV1Api),
+      batch: withCrashPoints(kubeConfig.makeApiClient(k8s.BatchV1Api), process.env),
       ptah: new PtahObjects(kubeConfig.makeApiClient(k8s.CustomObjectsApi)),
       leases: new RealmLeases(
         kubeConfig.makeApiClient(k8s.CoordinationV1Api),

@@ -33,7 +33,7 @@ export interface E2E {
   readonly batch: k8s.BatchV1Api;
   manager?: ManagedProcess;
   readonly managerLogs: string[];
-  startManager(): Promise<ManagedProcess>;
+  startManager(extraEnv?: Record<string, string>): Promise<ManagedProcess>;
   stop(): Promise<void>;
 }
 
@@ -175,7 +175,7 @@ export async function startE2E(): Promise<E2E> {
       core: admin.makeApiClient(k8s.CoreV1Api),
       batch: admin.makeApiClient(k8s.BatchV1Api),
       managerLogs,
-      async startManager() {
+      async startManager(extraEnv: Record<string, string> = {}) {
         starts += 1;
         const logFile = join(env.dir, `manager-${starts}.log`);
         managerLogs.push(logFile);
@@ -196,6 +196,7 @@ export async function startE2E(): Promise<E2E> {
               PTAH_WEBHOOK_CERT_FILE: serving.certFile,
               PTAH_WEBHOOK_KEY_FILE: serving.keyFile,
               PTAH_WEBHOOK_PORT: String(webhookPort),
+              ...extraEnv,
             },
           },
         );

@@ -2,6 +2,7 @@
 // Pods run by the node agent, and a real PostgreSQL whose contents and statement log are the evidence.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
@@ -218,6 +219,19 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
       60_000,
     );
     assert.notEqual(second.status?.resolution?.contentDigest, first.status?.resolution?.contentDigest);
+    // The old snapshot goes once nothing names it.
+    await eventually(
+      'only the current snapshot is kept',
+      async () => {
+        const cms = await e2e.core.listNamespacedConfigMap({
+          namespace: e2e.namespace,
+          labelSelector: 'app.kubernetes.io/component=source-snapshot,operator.ptah.run/schema=edit',
+        });
+        const names = cms.items.map((c) => c.metadata!.name);
+        return names.length === 1 && names[0] === second.status?.resolution?.snapshotName ? true : undefined;
+      },
+      30_000,
+    );
     assert.equal(await planCount('edit'), 2);
     // The retired plan cannot be approved any more.
     const stale = await approve('edit-stale', {
@@ -295,5 +309,82 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
     assert.ok(s.status?.plan?.name, 'the plan is recorded');
     assert.equal(await planCount('never'), 1);
     assert.deepEqual(ddlIn('never_db', /CREATE TABLE/i), []);
+  });
+
+  it('a manager killed between claim and Job, and again right after creating the Apply Job, resumes: one Job per claim, no statement twice, InSync', async () => {
+    const waitExit = (what: string) =>
+      eventually(what, async () => (e2e.manager!.exited() ? true : undefined), 120_000);
+    await e2e.manager!.stop(5_000);
+    await e2e.startManager({ PTAH_TEST_CRASH_BEFORE_JOB_CREATE: 'observe' });
+    const url = await e2e.env.postgres!.createDatabase('restart_db');
+    await createSecret(e2e, 'restart-db', url);
+    await createSource(e2e, 'restart-src', { 'schema.sql': ORDERS });
+    await createSchema(e2e, 'restart', {
+      source: 'restart-src',
+      secret: 'restart-db',
+      policy: { apply: 'Always' },
+    });
+    await waitExit('manager killed before creating the Observe Job');
+    const claimed = await getSchema(e2e, 'restart');
+    assert.equal(claimed.status?.claim?.type, 'Observe', 'the claim was written before the Job');
+    assert.deepEqual(await schemaJobs(e2e, 'restart'), [], 'and the Job does not exist');
+
+    await e2e.startManager({ PTAH_TEST_CRASH_AFTER_JOB_CREATE: 'apply' });
+    await waitExit('manager killed right after creating the Apply Job');
+    const applying = await getSchema(e2e, 'restart');
+    assert.equal(applying.status?.claim?.type, 'Apply');
+    assert.equal(applying.status?.claim?.dispatchStarted, true);
+
+    await e2e.startManager();
+    const s = await waitForPhase(e2e, 'restart', ['InSync', 'Failed', 'Blocked'], 120_000);
+    if (s.status?.phase !== 'InSync') await dumpDebug(e2e, 'restart');
+    assert.equal(s.status?.phase, 'InSync');
+    const jobs = await schemaJobs(e2e, 'restart');
+    const names = jobs.map((j) => j.metadata!.name!);
+    assert.equal(new Set(names).size, names.length);
+    assert.ok(
+      names.includes(claimed.status!.claim!.jobName),
+      'the claimed Observe Job was created after the restart',
+    );
+    assert.ok(names.includes(applying.status!.claim!.jobName), 'the Apply Job was adopted, not recreated');
+    assert.equal(
+      jobs.filter((j) => j.metadata?.labels?.['operator.ptah.run/operation'] === 'apply').length,
+      1,
+    );
+    assert.equal(ddlIn('restart_db', /CREATE TABLE/i).length, 2, 'each table created exactly once');
+    const inserts = ddlIn('restart_db', /INSERT INTO/i);
+    assert.ok(inserts.length >= 1, 'the rows were inserted');
+    assert.equal(new Set(inserts).size, inserts.length, 'no INSERT ran twice');
+  });
+
+  it('no Secret URL or password appears in status, Events, manager logs or Job specs', async () => {
+    const secrets = await e2e.core.listNamespacedSecret({ namespace: e2e.namespace });
+    const needles = new Set<string>();
+    for (const sec of secrets.items) {
+      const raw = sec.data?.['url'];
+      if (raw === undefined) continue;
+      const url = Buffer.from(raw, 'base64').toString('utf8');
+      needles.add(url);
+      const password = decodeURIComponent(new URL(url).password);
+      if (password.length >= 6) needles.add(password);
+    }
+    assert.ok(needles.size >= 2, 'the databases of the tests above are scanned');
+    const schemas = (await e2e.objects.listNamespacedCustomObject(at(e2e, 'ptahschemas'))) as {
+      items: unknown[];
+    };
+    const events = await e2e.core.listNamespacedEvent({ namespace: e2e.namespace });
+    const jobs = await e2e.batch.listNamespacedJob({ namespace: e2e.namespace });
+    const haystacks: [string, string][] = [
+      ['status', JSON.stringify(schemas.items)],
+      ['events', JSON.stringify(events.items)],
+      ['jobs', JSON.stringify(jobs.items)],
+      ...e2e.managerLogs.map((f): [string, string] => [f, readFileSync(f, 'utf8')]),
+    ];
+    assert.ok(JSON.parse(haystacks[1]![1]).length > 0, 'there are Events to scan');
+    for (const [where, text] of haystacks) {
+      for (const needle of needles) assert.ok(!text.includes(needle), `a credential appears in ${where}`);
+      assert.ok(!/postgres(ql)?:\/\/[^\s"]*:[^\s"]*@/.test(text), `a URL with userinfo appears in ${where}`);
+      assert.ok(!/CREATE TABLE|INSERT INTO/i.test(text), `SQL appears in ${where}`);
+    }
   });
 });

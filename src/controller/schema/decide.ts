@@ -568,13 +568,17 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     }
     const published = input.published.plan;
     endChain(b, claim);
-    if (isProof(claim)) {
+    if (isProof(claim) && lastApplyOutcome(st) !== 'Unknown') {
       // An Apply ran and the database still differs: a process exit is not convergence.
       b.record({ type: 'Verified', outcome: 'DriftRemains', plan: claim.planRef?.name });
       st.plan = undefined;
       b.cond('InSync', 'False', 'DriftRemains', 'the database still differs after the apply');
       fail(b, input, 'Plan', 'DriftRemains', 'the database still differs after the apply');
       return;
+    }
+    if (isProof(claim)) {
+      // An Apply of unknown outcome (it may never have run): the fresh plan is simply the next plan.
+      b.record({ type: 'Verified', outcome: 'DriftRemains', plan: claim.planRef?.name });
     }
     const same = st.plan !== undefined && st.plan.uid === published.uid;
     st.plan = same
@@ -646,6 +650,11 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   st.plan = undefined;
   b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
   fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), 'apply failed');
+}
+
+/** How the last Apply ended, as the journal recorded it when it ended. */
+function lastApplyOutcome(st: SchemaStatus): string | undefined {
+  return [...(st.journal?.entries ?? [])].reverse().find((e) => e.type === 'ApplyFinished')?.outcome;
 }
 
 /** After an Apply: Observe and Plan again under the same Lease; only a no-change plan says InSync. */
