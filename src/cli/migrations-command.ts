@@ -294,7 +294,23 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
       return statusExit(status);
     }
     case 'up': {
-      const files = loadMigrationDirectory(dir);
+      let files;
+      try {
+        files = loadMigrationDirectory(dir);
+      } catch (error) {
+        // The runner reads a result from stdout whatever happened: a refused directory is one too.
+        if (flags.json) {
+          const refused: UpResult = {
+            outcome: 'failed',
+            applied: [],
+            reason: 'invalid_directory',
+            lockWaitMs: 0,
+            durationMs: 0,
+          };
+          out(JSON.stringify(refused));
+        }
+        throw error;
+      }
       const url = resolveDatabaseUrl(flags.url).url;
       const expected = flags['expect-sequence'] ? readExpectedSequence(flags['expect-sequence']) : undefined;
       const mode = txMode(flags);

@@ -29,6 +29,8 @@ export type UpReason =
   | 'history_ahead'
   | 'lock_timeout'
   | 'invalid_file'
+  /** The directory does not match ptah.sum or a file name/directive is invalid (reported by the CLI). */
+  | 'invalid_directory'
   | 'statement_failed'
   | 'connection_lost'
   | 'database_error'

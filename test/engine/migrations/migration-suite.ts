@@ -129,6 +129,14 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
       assert.equal(s.status.verdict, 'modified');
       assert.deepEqual(s.status.modifiedVersions, ['1']);
       assert.equal(s.code, 4);
+      const tampered = await ptah(['migrations', 'up', '--json', '--dir', dir], { PTAH_DB_URL: url });
+      writeFileSync(join(dir, '3_c.sql'), 'CREATE TABLE c (id bigint);');
+      const unhashed = await ptah(['migrations', 'up', '--json', '--dir', dir], { PTAH_DB_URL: url });
+      assert.equal(unhashed.code, 1);
+      assert.equal(JSON.parse(unhashed.stdout).reason, 'invalid_directory');
+      assert.match(unhashed.stderr, /3_c\.sql does not match its checksum in ptah\.sum/);
+      writeDir(dir, { '3_c.sql': 'CREATE TABLE c (id int);' });
+      assert.equal(JSON.parse(tampered.stdout).reason, 'history_modified');
       const run = await up(dir, url);
       assert.equal(run.result.outcome, 'failed');
       assert.equal(run.result.reason, 'history_modified');
