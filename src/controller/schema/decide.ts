@@ -12,7 +12,9 @@
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../runner/result.ts';
 import { inputsFingerprint, jobName, operationId, type ClaimInputs } from './claim-identity.ts';
-import { setConditions, type ConditionUpdate } from './conditions.ts';
+import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
+import type { JournalEntry } from '../../api/ptah-schema.ts';
+import { recordJournalEntry } from '../journal/journal.ts';
 import type {
   ApprovalView,
   Claim,
@@ -27,12 +29,13 @@ import type {
   SchemaStatus,
   SchemaView,
 } from './model.ts';
-import { appendJournal, type JournalEvent } from './journal-entries.ts';
 
 export interface DecideInput {
   readonly now: Date;
   readonly schema: SchemaView;
   readonly engineSupported: boolean;
+  /** The canonical engine, when supported. */
+  readonly engine?: 'postgres' | 'mysql';
   /** More than one resource claims this database realm. */
   readonly realmConflict: boolean;
   readonly coordinationDigest: string;
@@ -87,6 +90,11 @@ export const LOG_GRACE_MS = 120_000;
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+/** A journal entry before it is stamped; undefined members are left out. */
+type JournalEvent = { [K in keyof Omit<JournalEntry, 'time'>]?: JournalEntry[K] | undefined } & {
+  readonly type: JournalEntry['type'];
+};
+
 class Builder {
   status: Mutable<SchemaStatus>;
   readonly pre: PreAction[] = [];
@@ -136,10 +144,21 @@ class Builder {
   build(): Decision {
     const generation = this.input.schema.generation;
     if (this.conds.length > 0) {
-      this.status.conditions = setConditions(this.status.conditions, this.conds, generation, this.input.now);
+      this.status.conditions = [
+        ...setConditions(
+          this.status.conditions,
+          this.conds.map((c) => ({ ...c, observedGeneration: generation })),
+          this.input.now,
+        ),
+      ];
     }
     if (this.journal.length > 0) {
-      this.status.journal = appendJournal(this.status.journal, this.journal, this.input.now);
+      let journal = this.status.journal;
+      for (const e of this.journal) {
+        const entry = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined));
+        journal = recordJournalEntry(journal, { ...entry, time: this.now } as JournalEntry, this.input.now);
+      }
+      this.status.journal = journal;
     }
     return {
       status: this.status,
@@ -216,7 +235,11 @@ function handleIdle(b: Builder, input: DecideInput): void {
     previous.configMapUID !== res.configMapUID ||
     previous.configMapName !== res.configMapName;
   if (sourceChanged) st.resolution = res;
-  st.target = { ...st.target, coordinationDigest: input.coordinationDigest };
+  st.target = {
+    ...st.target,
+    coordinationDigest: input.coordinationDigest,
+    ...(input.engine !== undefined ? { engine: input.engine } : {}),
+  };
   b.cond(
     'ArtifactResolved',
     'True',
@@ -517,7 +540,14 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
         })),
       observedAt: b.now,
     };
-    st.target = { ...st.target, lastObservedAt: b.now };
+    st.target = {
+      ...st.target,
+      lastObservedAt: b.now,
+      ...(result.target?.identityDigest !== undefined &&
+      /^sha256:[0-9a-f]{64}$/.test(result.target.identityDigest)
+        ? { identityDigest: result.target.identityDigest }
+        : {}),
+    };
     b.cond('DatabaseReachable', 'True', 'Observed', 'the database was read');
     b.cond(
       'DriftDetected',

@@ -65,6 +65,7 @@ export class SchemaReconciler {
       now,
       schema: view,
       engineSupported: engine !== undefined,
+      ...(engine !== undefined ? { engine } : {}),
       realmConflict:
         engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
       coordinationDigest: coordination,

@@ -417,4 +417,44 @@ describe('schema lifecycle decision', () => {
     const d = decide(input(s, T0 + 1000));
     assert.ok(!d.post.some((a) => a.kind === 'createJob'));
   });
+
+  it('after an Apply of unknown outcome, a fresh plan with changes is the next plan, not a failure', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 9000, { job: { state: 'absent' } }));
+    let p = schema(d.status, s.spec);
+    d = runClaim(p, T0 + 10_000, result(p.status.claim!, 'succeeded', { drift }));
+    p = schema(d.status, s.spec);
+    assert.equal(p.status.claim?.type, 'Plan');
+    d = runClaim(p, T0 + 12_000, result(p.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan: publishedPlan() },
+    });
+    assert.equal(d.status.phase, 'ReadyToApply');
+    assert.ok(d.status.journal?.entries.some((e) => e.type === 'Verified' && e.outcome === 'DriftRemains'));
+    assert.equal(d.status.applied, undefined, 'nothing is recorded as applied');
+  });
+
+  it('after an Apply that reported success, remaining changes are a failure retried later, never InSync', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    let p = schema(d.status, s.spec);
+    d = decide(
+      input(p, T0 + 6000, {
+        job: finished,
+        harvest: result(p.status.claim!, 'succeeded', {
+          apply: { planContentDigest: digest('p'), mutationStarted: true },
+        }),
+      }),
+    );
+    p = schema(d.status, s.spec);
+    d = runClaim(p, T0 + 7000, result(p.status.claim!, 'succeeded', { drift }));
+    p = schema(d.status, s.spec);
+    d = runClaim(p, T0 + 9000, result(p.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan: publishedPlan(false, '2') },
+    });
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.reason, 'DriftRemains');
+  });
 });
