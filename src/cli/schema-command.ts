@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { EXIT, type ExitCode } from './exit-codes.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
-import { DatabaseError } from '../engine/pg/pg-adapter.ts';
+import { DatabaseError } from '../engine/session.ts';
 import { DesiredStateError } from '../engine/pg/pg-desired.ts';
 import { PlanFileError } from '../engine/plan-file.ts';
 import {
@@ -36,16 +36,16 @@ commands:
 
 options:
   --url URL                 database URL (default: the PTAH_DB_URL environment variable)
-  --desired PATH            desired-state .sql file or directory (repeatable; plan, drift)
+  --desired PATH            desired-state .sql file or directory (repeatable; plan, drift; alias --file)
   --dev-url URL             scratch database to normalise the desired SQL (default: PTAH_DEV_DB_URL)
   --exclude PATTERN         leave matching objects alone: schema.name, name, table.column; * and ? (repeatable)
   --protected-table NAME    refuse a plan that changes this table: table or schema.table (repeatable; plan)
-  --out FILE                write the plan file's exact bytes here (plan)
+  --out FILE                write the plan file's exact bytes here (plan; alias --output)
   --plan FILE               the plan file to apply (apply)
   --dry-run                 validate the plan bytes and list the statements without touching the database (apply)
   --lock-timeout MS         lock timeout for apply, in milliseconds (default 10000)
   --auto-approve            accepted for scripts; apply never prompts
-  --json                    print one JSON document on stdout
+  --json                    print one JSON document on stdout (same as --format json)
   -h, --help                show this help
 
 exit codes:
@@ -75,7 +75,10 @@ const VALUE_FLAGS = new Set([
   'out',
   'plan',
   'lock-timeout',
+  'format',
 ]);
+/** Spellings other tools use for the same flags. */
+const ALIASES: Readonly<Record<string, string>> = { output: 'out', file: 'desired' };
 const BOOL_FLAGS = new Set(['json', 'dry-run', 'auto-approve', 'help']);
 
 function parseFlags(argv: readonly string[]): Flags {
@@ -93,7 +96,8 @@ function parseFlags(argv: readonly string[]): Flags {
       continue;
     }
     const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
+    const raw = arg.slice(2, eq < 0 ? undefined : eq);
+    const name = ALIASES[raw] ?? raw;
     if (BOOL_FLAGS.has(name)) {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`);
       bools.add(name);
@@ -135,7 +139,12 @@ export async function runSchemaCommand(argv: readonly string[]): Promise<number>
     process.stdout.write(USAGE + '\n');
     return EXIT.ok;
   }
-  const json = flags.bools.has('json');
+  const format = flags.values.get('format')?.at(-1);
+  if (format !== undefined && format !== 'json' && format !== 'text') {
+    process.stderr.write(`ptah schema ${command}: --format must be json or text\n`);
+    return EXIT.usage;
+  }
+  const json = flags.bools.has('json') || format === 'json';
   const secrets: string[] = [];
   try {
     return await dispatch(command, flags, json, secrets);

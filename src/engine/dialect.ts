@@ -4,10 +4,17 @@
  */
 import type { Change } from './changes.ts';
 import type { RowSet, SchemaModel, Table } from './model.ts';
-import type { Session } from './pg/pg-adapter.ts';
-import type { RowRequest } from './pg/pg-inspector.ts';
+import type { Session } from './session.ts';
 
-export type { Session, RowRequest };
+export type { Session };
+
+/** What to read of a table's rows: its key and the declared columns that exist live. */
+export interface RowRequest {
+  readonly schema: string;
+  readonly table: string;
+  readonly key: readonly string[];
+  readonly columns: readonly string[];
+}
 
 export interface SchemaDialect {
   readonly name: 'postgres' | 'mysql';

@@ -173,6 +173,10 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
     const live = fromSeq.get(k);
     if (!live) {
       push({ kind: 'CreateSequence', sequence: s });
+      if (s.ownedBy !== undefined) {
+        const { ownedBy: _owner, ...unowned } = s;
+        push({ kind: 'AlterSequence', from: unowned, sequence: s });
+      }
       if (s.comment !== undefined)
         push({
           kind: 'SetComment',
@@ -535,7 +539,6 @@ function phase(c: Change): number {
     case 'AddEnumValue':
       return 7;
     case 'CreateSequence':
-    case 'AlterSequence':
       return 8;
     case 'CreateTable':
       return 9;
@@ -555,6 +558,8 @@ function phase(c: Change): number {
     case 'DropSequence':
     case 'DropEnum':
       return 12;
+    case 'AlterSequence': // after the tables, so OWNED BY finds its column
+      return 12.5;
     case 'AddConstraint':
       return c.constraint.kind === 'ForeignKey' ? 15 : 13;
     case 'CreateIndex':

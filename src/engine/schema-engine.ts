@@ -15,7 +15,7 @@ import type { RowSet, SchemaModel } from './model.ts';
 import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
 import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from './plan-file.ts';
 import { excludeObjects, protectedMatcher } from './scope.ts';
-import { DatabaseError } from './pg/pg-adapter.ts';
+import type { DatabaseError } from './session.ts';
 import { postgresDialect } from './pg/pg-dialect.ts';
 
 export class DesiredSourceError extends Error {

@@ -4,28 +4,9 @@
  */
 import pg from 'pg';
 import { redact } from '../database-url.ts';
+import { DatabaseError, type Session } from '../session.ts';
 
-export interface QueryResultRows {
-  readonly rows: Record<string, unknown>[];
-}
-
-/** What the engine needs from a database session. */
-export interface Session {
-  query(sql: string, params?: readonly unknown[]): Promise<QueryResultRows>;
-  /** Round trips made so far on this session. */
-  readonly roundTrips: number;
-  close(): Promise<void>;
-}
-
-export class DatabaseError extends Error {
-  override readonly name = 'DatabaseError';
-  constructor(
-    message: string,
-    readonly sqlstate: string | undefined,
-  ) {
-    super(message);
-  }
-}
+export { DatabaseError, type Session };
 
 export const pgAdapterFacts = {
   supportsTransactionalDdl: true,

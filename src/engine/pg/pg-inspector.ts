@@ -5,7 +5,7 @@
  */
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import { DEFAULT_SCHEMA } from '../model.ts';
-import type { Session } from './pg-adapter.ts';
+import type { RowRequest, Session } from '../dialect.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 
@@ -260,14 +260,6 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
   }
   for (const u of unmanaged) b.addUnmanaged(u);
   return b.build();
-}
-
-/** What to read of a table's rows: its key and the declared columns that exist live. */
-export interface RowRequest {
-  readonly schema: string;
-  readonly table: string;
-  readonly key: readonly string[];
-  readonly columns: readonly string[];
 }
 
 /** Reads declared row sets, one query per managed table; values come back as text. */

@@ -1,12 +1,12 @@
 /**
- * Renders typed changes as PostgreSQL statements. Every identifier is quoted. One function per change kind,
- * keyed by the kind, so a new kind does not compile until it can be rendered.
+ * Renders typed changes as PostgreSQL statements: the shared renderer with PostgreSQL's hooks, plus the
+ * statements only PostgreSQL has (enums, sequences, identity, extensions, COMMENT ON, index methods).
+ * Every identifier is quoted.
  */
-import type { Change, ChangeKind, CommentTarget } from '../changes.ts';
-import type { Column, Constraint, FkAction, Index, RowValues, Sequence } from '../model.ts';
+import type { Change, CommentTarget } from '../changes.ts';
+import type { Column, Index, Sequence } from '../model.ts';
+import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
-
-type RendererTable = { [K in ChangeKind]: (c: Extract<Change, { kind: K }>) => string[] };
 
 const SERIAL_NAME: Readonly<Record<string, string>> = {
   smallint: 'smallserial',
@@ -26,25 +26,6 @@ export function columnDefinition(c: Column): string {
 }
 
 const cols = (list: readonly string[]) => list.map(quoteIdent).join(', ');
-const action = (a: FkAction) => a.toUpperCase();
-
-export function constraintDefinition(c: Constraint): string {
-  const named = c.name === undefined ? '' : `CONSTRAINT ${quoteIdent(c.name)} `;
-  const defer = (d: boolean, i: boolean) => (d ? ` DEFERRABLE${i ? ' INITIALLY DEFERRED' : ''}` : '');
-  switch (c.kind) {
-    case 'PrimaryKey':
-      return `${named}PRIMARY KEY (${cols(c.columns)})`;
-    case 'Unique':
-      return `${named}UNIQUE${c.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''} (${cols(c.columns)})${defer(c.deferrable, c.initiallyDeferred)}`;
-    case 'Check':
-      return `${named}CHECK (${c.expression.text})`;
-    case 'ForeignKey':
-      return (
-        `${named}FOREIGN KEY (${cols(c.columns)}) REFERENCES ${quoteQualified(c.refSchema, c.refTable)} (${cols(c.refColumns)})` +
-        `${c.matchFull ? ' MATCH FULL' : ''} ON UPDATE ${action(c.onUpdate)} ON DELETE ${action(c.onDelete)}${defer(c.deferrable, c.initiallyDeferred)}`
-      );
-  }
-}
 
 function indexDefinition(table: string, i: Index): string {
   const keys = i.keys.map((k) => {
@@ -78,11 +59,8 @@ function commentTarget(t: CommentTarget): string {
   return `${t.objectType} ${quoteQualified(t.schema, t.name)}`;
 }
 
-const value = (v: string | null | undefined) => (v === null || v === undefined ? 'NULL' : quoteLiteral(v));
-const whereKey = (key: readonly string[], row: RowValues) =>
-  key.map((k) => `${quoteIdent(k)} = ${value(row[k])}`).join(' AND ');
-
 const RENDER: RendererTable = {
+  ...sharedRenderer({ quoteIdent, quoteLiteral, renderType, columnDefinition }),
   CreateSchema: (c) => [
     `CREATE SCHEMA ${quoteIdent(c.schema)}`,
     ...(c.comment !== undefined
@@ -104,30 +82,15 @@ const RENDER: RendererTable = {
     `ALTER TYPE ${quoteQualified(c.type.schema, c.type.name)} ADD VALUE ${quoteLiteral(c.value)}${c.after !== undefined ? ` AFTER ${quoteLiteral(c.after)}` : c.before !== undefined ? ` BEFORE ${quoteLiteral(c.before)}` : ''}`,
   ],
   DropEnum: (c) => [`DROP TYPE ${quoteQualified(c.type.schema, c.type.name)}`],
+  // Ownership is set by a separate AlterSequence once the owning table exists.
   CreateSequence: (c) => [
     `CREATE SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${sequenceOptions(c.sequence)}`,
-    ...(c.sequence.ownedBy !== undefined
-      ? [`ALTER SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${ownedBy(c.sequence)}`]
-      : []),
   ],
   AlterSequence: (c) => [
     `ALTER SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)} ${sequenceOptions(c.sequence)} ${ownedBy(c.sequence)}`,
   ],
-  DropSequence: (c) => [`DROP SEQUENCE ${quoteQualified(c.sequence.schema, c.sequence.name)}`],
-  CreateTable: (c) => {
-    const parts = [
-      ...c.table.columns.map(columnDefinition),
-      ...c.table.constraints.map(constraintDefinition),
-    ];
-    return [`CREATE TABLE ${quoteQualified(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)`];
-  },
-  DropTable: (c) => [`DROP TABLE ${quoteQualified(c.table.schema, c.table.name)}`],
-  AddColumn: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ADD COLUMN ${columnDefinition(c.column)}`,
-  ],
-  DropColumn: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} DROP COLUMN ${quoteIdent(c.column.name)}`,
-  ],
+  // IF EXISTS: a sequence owned by a column goes with its table when the table is dropped first.
+  DropSequence: (c) => [`DROP SEQUENCE IF EXISTS ${quoteQualified(c.sequence.schema, c.sequence.name)}`],
   AlterColumnType: (c) => {
     const t = renderType(c.column.type);
     const coll = c.column.collation !== undefined ? ` COLLATE ${quoteIdent(c.column.collation)}` : '';
@@ -141,12 +104,6 @@ const RENDER: RendererTable = {
   DropNotNull: (c) => [
     `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP NOT NULL`,
   ],
-  SetDefault: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET DEFAULT ${c.column.default?.text ?? 'NULL'}`,
-  ],
-  DropDefault: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP DEFAULT`,
-  ],
   AddIdentity: (c) => [
     `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} ADD GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`,
   ],
@@ -156,34 +113,11 @@ const RENDER: RendererTable = {
   DropIdentity: (c) => [
     `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP IDENTITY`,
   ],
-  AddConstraint: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ADD ${constraintDefinition(c.constraint)}`,
-  ],
-  DropConstraint: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} DROP CONSTRAINT ${quoteIdent(c.constraint.name ?? '')}`,
-  ],
   CreateIndex: (c) => [indexDefinition(quoteQualified(c.table.schema, c.table.name), c.index)],
   DropIndex: (c) => [`DROP INDEX ${quoteQualified(c.table.schema, c.index.name ?? '')}`],
-  CreateView: (c) => [
-    `CREATE VIEW ${quoteQualified(c.view.schema, c.view.name)} AS ${c.view.definition.text}`,
-  ],
-  DropView: (c) => [`DROP VIEW ${quoteQualified(c.view.schema, c.view.name)}`],
   SetComment: (c) => [
     `COMMENT ON ${commentTarget(c.target)} IS ${c.comment === undefined ? 'NULL' : quoteLiteral(c.comment)}`,
   ],
-  InsertRow: (c) => {
-    const names = Object.keys(c.row);
-    return [
-      `INSERT INTO ${quoteQualified(c.table.schema, c.table.name)} (${cols(names)})${c.overridingSystemValue ? ' OVERRIDING SYSTEM VALUE' : ''} VALUES (${names.map((n) => value(c.row[n])).join(', ')})`,
-    ];
-  },
-  UpdateRow: (c) => [
-    `UPDATE ${quoteQualified(c.table.schema, c.table.name)} SET ${c.set.map((s) => `${quoteIdent(s)} = ${value(c.row[s])}`).join(', ')} WHERE ${whereKey(c.key, c.row)}`,
-  ],
-  DeleteRow: (c) => [
-    `DELETE FROM ${quoteQualified(c.table.schema, c.table.name)} WHERE ${whereKey(c.key, c.row)}`,
-  ],
-  Unsupported: () => [],
 };
 
 export function renderPostgres(change: Change): string[] {

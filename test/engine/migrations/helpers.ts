@@ -13,10 +13,18 @@ import { hashMigrationDirectory } from '../../../src/engine/migrations/migration
 
 export const PTAH_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'bin', 'ptah.mjs');
 
+const created: string[] = [];
+
 export function migrationDir(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'ptah-migrations-'));
+  created.push(dir);
   writeDir(dir, files);
   return dir;
+}
+
+/** Removes every directory migrationDir made; call from an `after` hook. */
+export function removeMigrationDirs(): void {
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /** Adds or replaces files (a null content removes one) and re-hashes, as a person would. */

@@ -1,9 +1,11 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadMigrationDirectory } from '../../../src/engine/migrations/migration-directory.ts';
-import { migrationDir, ptah } from './helpers.ts';
+import { migrationDir, ptah, removeMigrationDirs } from './helpers.ts';
+
+after(removeMigrationDirs);
 
 test('a tampered file, a missing sum and an unlisted file are refused, naming the file and the fix', () => {
   const dir = migrationDir({

@@ -11,7 +11,16 @@ import { loadMigrationDirectory } from '../../../src/engine/migrations/migration
 import { migrateUp, type UpResult } from '../../../src/engine/migrations/migrate-up.ts';
 import { parseRevisionTableName } from '../../../src/engine/migrations/revision.ts';
 import type { MigrationStatus } from '../../../src/engine/migrations/migration-status.ts';
-import { migrationDir, ptah, PTAH_BIN, revisions, rows, tables, writeDir } from './helpers.ts';
+import {
+  migrationDir,
+  ptah,
+  PTAH_BIN,
+  removeMigrationDirs,
+  revisions,
+  rows,
+  tables,
+  writeDir,
+} from './helpers.ts';
 
 export interface TestServer {
   createDatabase(name: string): Promise<string>;
@@ -34,6 +43,7 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
     });
     after(async () => {
       await server?.stop();
+      removeMigrationDirs();
     });
 
     const status = async (dir: string, url: string) => {
@@ -182,7 +192,8 @@ export function defineMigrationSuite(dialect: Dialect, start: () => Promise<Test
         '2_b.sql': 'CREATE TABLE b (id int);',
       });
       const pending = (await status(dir, url)).status.pending;
-      const expectFile = join(dir, '..', `${dir.split('/').at(-1)}-expect.json`);
+      // Not a .sql file: the directory loader ignores it.
+      const expectFile = join(dir, 'expect.json');
       // The approved sequence had only version 1: the directory grew since.
       writeFileSync(
         expectFile,

@@ -72,7 +72,7 @@ describe('ptah schema CLI (postgres)', () => {
     assert.equal(report['digest'], `sha256:${createHash('sha256').update(bytes).digest('hex')}`);
 
     const again = await ptah(
-      ['plan', '--desired', desired(), '--out', join(dir, 'plan2.json'), '--json'],
+      ['plan', '--file', desired(), '--output', join(dir, 'plan2.json'), '--format', 'json'],
       env,
     );
     assert.deepEqual(readFileSync(join(dir, 'plan2.json')), bytes, 'two plans are byte-identical');
@@ -136,7 +136,7 @@ describe('ptah schema CLI (postgres)', () => {
     await c.connect();
     await c.query('CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
     await c.end();
-    const r = await ptah(['inspect', '--url', url]);
+    const r = await ptah(['inspect', '--url', url, '--format', 'text']);
     noSecret(r);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /table public\.Item \(2 columns/);
