@@ -206,6 +206,34 @@ describe('schema engine acceptance (postgres)', () => {
     );
   });
 
+  test('apply waits at most the lock timeout for a lock, then fails with nothing changed', async () => {
+    const url = await fresh();
+    await sql(url, 'CREATE TABLE busy (id int PRIMARY KEY)');
+    const r = await plan(url, dialect, files('CREATE TABLE busy (id int PRIMARY KEY, x int);'));
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE busy IN ACCESS EXCLUSIVE MODE');
+      const started = Date.now();
+      const applied = await applyPlan(url, Buffer.from(r.bytes ?? ''), { lockTimeoutMs: 300 });
+      assert.equal(applied.outcome, 'failed');
+      assert.equal(applied.failure?.sqlstate, '55P03');
+      assert.ok(Date.now() - started < 10_000);
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    const cols = await sql(
+      url,
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 'busy'",
+    );
+    assert.deepEqual(
+      cols.map((c) => c['column_name']),
+      ['id'],
+    );
+  });
+
   test('drift and plan only read: every statement they run is a read', async () => {
     const url = await fresh();
     const db = new URL(url).pathname.slice(1);
