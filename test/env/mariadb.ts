@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { freePort } from './ports.ts';
-import { startProcess, waitUntil, type ManagedProcess } from './process.ts';
+import { startOnFreePort, startProcess } from './process.ts';
 
 /** A throwaway MariaDB server on loopback with the general query log on. */
 export interface MariadbServer {
@@ -71,47 +71,31 @@ export async function startMariadb(options: { baseDir?: string } = {}): Promise<
   );
   const password = randomBytes(18).toString('base64url');
 
-  let server: ManagedProcess | undefined;
-  let port = 0;
-  for (let attempt = 0; attempt < 5 && server === undefined; attempt++) {
-    port = await freePort();
-    const candidate = startProcess(
-      'mariadb',
-      bin,
-      [
-        '--no-defaults',
-        `--datadir=${dataDir}`,
-        `--socket=${socket}`,
-        `--pid-file=${join(runDir, 'mysqld.pid')}`,
-        `--port=${port}`,
-        '--bind-address=127.0.0.1',
-        '--skip-name-resolve',
-        '--general-log=1',
-        `--general-log-file=${generalLog}`,
-        '--innodb-flush-log-at-trx-commit=0',
-        '--innodb-buffer-pool-size=64M',
-        '--max-connections=200',
-        ...user,
-      ],
-      logFile,
-    );
-    try {
-      await waitUntil(
+  const { process: running, port } = await startOnFreePort('mariadb', freePort, {
+    start: (port) =>
+      startProcess(
         'mariadb',
-        async () => readFileSync(logFile, 'utf8').includes('ready for connections'),
-        {
-          process: candidate,
-          timeoutMs: 60_000,
-        },
-      );
-      server = candidate;
-    } catch (error) {
-      await candidate.stop();
-      if (attempt === 4) throw error;
-    }
-  }
-  if (server === undefined) throw new Error('mariadb: could not start');
-  const running = server;
+        bin,
+        [
+          '--no-defaults',
+          `--datadir=${dataDir}`,
+          `--socket=${socket}`,
+          `--pid-file=${join(runDir, 'mysqld.pid')}`,
+          `--port=${port}`,
+          '--bind-address=127.0.0.1',
+          '--skip-name-resolve',
+          '--general-log=1',
+          `--general-log-file=${generalLog}`,
+          '--innodb-flush-log-at-trx-commit=0',
+          '--innodb-buffer-pool-size=64M',
+          '--max-connections=200',
+          ...user,
+        ],
+        logFile,
+      ),
+    ready: async () => readFileSync(logFile, 'utf8').includes('ready for connections'),
+    timeoutMs: 60_000,
+  });
   // A fresh install lets root in over the socket without a password; give it one for TCP.
   const boot = await mysql.createConnection({ socketPath: socket, user: 'root' });
   try {

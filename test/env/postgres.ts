@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './ports.ts';
-import { startProcess, waitUntil, type ManagedProcess } from './process.ts';
+import { startOnFreePort, startProcess } from './process.ts';
 
 const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 
@@ -83,55 +83,39 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   );
   rmSync(pwFile);
 
-  let server: ManagedProcess | undefined;
-  let port = 0;
-  for (let attempt = 0; attempt < 5 && server === undefined; attempt++) {
-    port = await freePort();
-    const candidate = startProcess(
-      'postgres',
-      join(PG_BIN, 'postgres'),
-      [
-        '-D',
-        dataDir,
-        '-c',
-        `port=${port}`,
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        `unix_socket_directories=${socketDir}`,
-        '-c',
-        'log_statement=all',
-        '-c',
-        `log_line_prefix=${LINE_PREFIX}`,
-        '-c',
-        'fsync=off',
-        '-c',
-        'synchronous_commit=off',
-        '-c',
-        'full_page_writes=off',
-        '-c',
-        'max_connections=200',
-      ],
-      logFile,
-      owner ?? {},
-    );
-    try {
-      await waitUntil(
+  const { process: running, port } = await startOnFreePort('postgres', freePort, {
+    start: (port) =>
+      startProcess(
         'postgres',
-        async () => readFileSync(logFile, 'utf8').includes('ready to accept connections'),
-        {
-          process: candidate,
-          timeoutMs: 30_000,
-        },
-      );
-      server = candidate;
-    } catch (error) {
-      await candidate.stop();
-      if (attempt === 4) throw error;
-    }
-  }
-  if (server === undefined) throw new Error('postgres: could not start');
-  const running = server;
+        join(PG_BIN, 'postgres'),
+        [
+          '-D',
+          dataDir,
+          '-c',
+          `port=${port}`,
+          '-c',
+          'listen_addresses=127.0.0.1',
+          '-c',
+          `unix_socket_directories=${socketDir}`,
+          '-c',
+          'log_statement=all',
+          '-c',
+          `log_line_prefix=${LINE_PREFIX}`,
+          '-c',
+          'fsync=off',
+          '-c',
+          'synchronous_commit=off',
+          '-c',
+          'full_page_writes=off',
+          '-c',
+          'max_connections=200',
+        ],
+        logFile,
+        owner ?? {},
+      ),
+    ready: async () => readFileSync(logFile, 'utf8').includes('ready to accept connections'),
+    timeoutMs: 30_000,
+  });
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
   return {

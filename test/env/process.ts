@@ -90,3 +90,38 @@ export async function waitUntil(
   const log = options.process ? `; see ${options.process.logFile}` : '';
   throw new Error(`${what}: not ready after ${options.timeoutMs ?? 60_000} ms${detail}${log}`);
 }
+
+export interface ListenerStart {
+  /** Starts the server on the given port. */
+  readonly start: (port: number) => ManagedProcess;
+  /** Resolves true once the started server accepts connections. */
+  readonly ready: (process: ManagedProcess) => Promise<boolean>;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Starts a server on a free loopback port. Another process can take the port between our probe and the
+ * server's bind, so a start that does not become ready is stopped and retried on a new port.
+ */
+export async function startOnFreePort(
+  what: string,
+  freePort: () => Promise<number>,
+  options: ListenerStart,
+): Promise<{ process: ManagedProcess; port: number }> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const candidate = options.start(port);
+    try {
+      await waitUntil(what, () => options.ready(candidate), {
+        process: candidate,
+        timeoutMs: options.timeoutMs,
+      });
+      return { process: candidate, port };
+    } catch (error) {
+      lastError = error;
+      await candidate.stop();
+    }
+  }
+  throw lastError instanceof Error ? lastError : new Error(`${what}: could not start`);
+}
