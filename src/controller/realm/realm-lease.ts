@@ -103,6 +103,14 @@ export class RealmLeases {
     return { held: true, epoch, action: decision.action };
   }
 
+  /** Who holds the realm's Lease now, and under which epoch; undefined when nobody does. */
+  async current(coordinationDigest: string): Promise<{ holder: string; epoch: string } | undefined> {
+    const lease = await this.read(realmLeaseName(coordinationDigest as `sha256:${string}`));
+    const holder = lease?.spec?.holderIdentity;
+    if (lease === undefined || !holder) return undefined;
+    return { holder, epoch: lease.metadata?.annotations?.[LEASE_EPOCH_ANNOTATION] ?? '' };
+  }
+
   /** Lets go only when this holder still holds it; a missing or foreign Lease is already released. */
   async release(coordinationDigest: string, holder: string): Promise<void> {
     const name = realmLeaseName(coordinationDigest as `sha256:${string}`);

@@ -51,6 +51,11 @@ export interface DecideInput {
   /** The stored plan status.plan names, checked chunk by chunk before an Apply is claimed or dispatched. */
   readonly planCheck?: PlanCheck;
   readonly approvals: readonly ApprovalView[];
+  /**
+   * The realm Lease the claim runs under is no longer the uninterrupted hold whose epoch the claim
+   * recorded: somebody else held it in between. Whatever the Job produced is discarded, never read.
+   */
+  readonly leaseContinuityLost?: boolean;
 }
 
 export type PreAction = { readonly kind: 'acquireLease'; readonly durationSeconds: number };
@@ -412,6 +417,28 @@ function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
     if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
     b.post.push({ kind: 'createJob', claim });
     b.requeue(JOB_POLL_MS);
+    return;
+  }
+
+  if (input.leaseContinuityLost === true && needsLease(claim)) {
+    b.event(
+      'Warning',
+      'LeaseContinuityLost',
+      `the realm Lease changed hands while ${claim.jobName} ran; its result is discarded`,
+    );
+    b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+    if (claim.type === 'Apply') {
+      b.record({
+        type: 'ApplyFinished',
+        outcome: 'Unknown',
+        plan: claim.planRef?.name,
+        startedAt: claim.startedAt,
+      });
+      proveApply(b, input, claim);
+      return;
+    }
+    endChain(b, claim);
+    b.requeue(0);
     return;
   }
 

@@ -83,7 +83,13 @@ export class SchemaReconciler {
       job = await readJob(this.deps.batch, view.namespace, claim.jobName);
       const observed = observeJob(job);
       extra = { job: observed };
-      if (observed.state === 'finished') {
+      if (observed.state !== 'absent' && claim.leaseEpoch !== undefined) {
+        const held = await this.deps.leases.current(coordination);
+        const ours = realmHolderIdentity(view.uid);
+        if (held?.holder !== ours || held.epoch !== claim.leaseEpoch)
+          extra = { ...extra, leaseContinuityLost: true };
+      }
+      if (observed.state === 'finished' && extra.leaseContinuityLost !== true) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim);
         extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
       }
@@ -103,10 +109,12 @@ export class SchemaReconciler {
     obj: PtahSchema,
     view: SchemaView,
     coordination: string,
-    decision: Decision,
+    decided: Decision,
     log: Logger,
   ): Promise<ReconcileResult> {
+    let decision = decided;
     const holder = realmHolderIdentity(view.uid);
+    let status = decision.status;
     for (const pre of decision.pre) {
       const lease = await this.deps.leases.acquire(coordination, holder, pre.durationSeconds);
       if (!lease.held) {
@@ -116,7 +124,13 @@ export class SchemaReconciler {
         );
         return { requeueAfterMs: Math.min(lease.retryAfterMs, 5_000) };
       }
+      // The claim records the epoch it first held, before its Job exists; a later pass that finds another
+      // epoch knows the hold was interrupted.
+      if (status.claim !== undefined && status.claim.leaseEpoch === undefined) {
+        status = { ...status, claim: { ...status.claim, leaseEpoch: lease.epoch } };
+      }
     }
+    decision = { ...decision, status };
     const before = canonicalDigest(JSON.parse(JSON.stringify(view.status)) as never);
     const after = canonicalDigest(JSON.parse(JSON.stringify(decision.status)) as never);
     if (before !== after && !view.deleting) {

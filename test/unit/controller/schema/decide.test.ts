@@ -457,4 +457,21 @@ describe('schema lifecycle decision', () => {
     assert.equal(d.status.phase, 'Failed');
     assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.reason, 'DriftRemains');
   });
+
+  it('a result produced across a change of the realm Lease epoch is discarded, never read', () => {
+    let s = schema(decide(input(schema({}), T0)).status);
+    const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status);
+    const planClaim = s.status.claim!;
+    const lost = decide(
+      input(s, T0 + 5000, {
+        job: finished,
+        harvest: result(planClaim, 'succeeded', { plan: noChanges }),
+        leaseContinuityLost: true,
+      }),
+    );
+    assert.notEqual(lost.status.phase, 'InSync', 'the no-change answer is not believed');
+    assert.equal(lost.status.claim, undefined);
+    assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
+  });
 });
