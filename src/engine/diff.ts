@@ -312,7 +312,54 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
     const live = liveRows.find((r) => r.schema === rs.schema && r.table === rs.table);
     diffRows(rs, live, table, push);
   }
+  refuseNewEnumValuesInUse(changes, toTables, push);
   return orderChanges(changes, order);
+}
+
+/**
+ * PostgreSQL cannot use an enum value in the transaction that adds it, and a plan is one transaction: a
+ * plan that adds a value and uses it (a default or a declared row) is refused with the two-step fix.
+ */
+function refuseNewEnumValuesInUse(
+  changes: readonly Change[],
+  tables: ReadonlyMap<string, Table>,
+  push: (c: Change) => void,
+): void {
+  const added = new Map<string, Set<string>>();
+  for (const c of changes) {
+    if (c.kind !== 'AddEnumValue') continue;
+    const k = `${c.type.schema}.${c.type.name}`;
+    added.set(k, (added.get(k) ?? new Set()).add(c.value));
+  }
+  if (added.size === 0) return;
+  const newValues = (col: Column) =>
+    col.type.schema === undefined ? undefined : added.get(`${col.type.schema}.${col.type.name}`);
+  const uses: string[] = [];
+  const checkDefault = (t: TableRef, col: Column) => {
+    const values = newValues(col);
+    for (const v of values ?? [])
+      if (col.default?.key.includes(`"v":${JSON.stringify(v)}`))
+        uses.push(`${t.schema}.${t.name}.${col.name} default '${v}'`);
+  };
+  for (const c of changes) {
+    if (c.kind === 'CreateTable') for (const col of c.table.columns) checkDefault(c.table, col);
+    if (c.kind === 'AddColumn' || c.kind === 'SetDefault') checkDefault(c.table, c.column);
+    if (c.kind === 'InsertRow' || c.kind === 'UpdateRow') {
+      const t = tables.get(`${c.table.schema}.${c.table.name}`);
+      for (const col of t?.columns ?? []) {
+        const v = c.row[col.name];
+        if (v !== undefined && v !== null && newValues(col)?.has(v))
+          uses.push(`a row of ${c.table.schema}.${c.table.name} ('${v}')`);
+      }
+    }
+  }
+  if (uses.length === 0) return;
+  push({
+    kind: 'Unsupported',
+    object: 'enum values',
+    reason: `the plan adds enum values and uses them in the same transaction (${[...new Set(uses)].sort().join(', ')}); PostgreSQL cannot use an enum value in the transaction that adds it: declare the value first, apply, then use it`,
+    category: 'enum_values_added',
+  });
 }
 
 function sortConstraints(list: readonly Constraint[]): Constraint[] {

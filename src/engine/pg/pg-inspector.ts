@@ -303,7 +303,12 @@ function toRowValues(r: Row): RowValues {
  */
 export async function normaliseRowValues(session: Session, table: Table, rows: RowSet): Promise<RowSet> {
   if (rows.rows.length === 0) return rows;
-  const castable = rows.columns.filter((c) => table.columns.some((x) => x.name === c));
+  // Built-in types only: an enum or domain spells its values as declared, and a value added by this very
+  // plan would not cast yet.
+  const castable = rows.columns.filter((c) =>
+    table.columns.some((x) => x.name === c && x.type.schema === undefined),
+  );
+  if (castable.length === 0) return rows;
   const params: (string | null)[] = [];
   const values = rows.rows.map(
     (row) =>
@@ -319,10 +324,17 @@ export async function normaliseRowValues(session: Session, table: Table, rows: R
     const col = table.columns.find((x) => x.name === c);
     return col ? `(v.c${i})::${renderType(col.type)}::text` : `v.c${i}`;
   });
-  const res = await session.query(
-    `SELECT ${select.map((s, i) => `${s} AS c${i}`).join(', ')} FROM (VALUES ${values.join(', ')}) AS v(${alias})`,
-    params,
-  );
+  let res;
+  try {
+    res = await session.query(
+      `SELECT ${select.map((s, i) => `${s} AS c${i}`).join(', ')} FROM (VALUES ${values.join(', ')}) AS v(${alias})`,
+      params,
+    );
+  } catch (error) {
+    throw new DesiredStateError(
+      `reference rows for ${rows.schema}.${rows.table}: a value does not fit its column's type (${(error as Error).message}); fix the INSERT`,
+    );
+  }
   const normalised = rows.rows.map((row, ri) => {
     const r = res.rows[ri] ?? {};
     const out: Record<string, string | null> = { ...row };
