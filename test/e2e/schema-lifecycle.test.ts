@@ -77,7 +77,24 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
       tables.map((r) => r['table_name']),
       ['order_status', 'orders'],
     );
-    const jobs = await schemaJobs(e2e, 'always');
+    // Harvested Jobs get the cleanup TTL, the one field the manager adds to an existing Job.
+    const jobs = await eventually(
+      'every harvested Job has its cleanup TTL',
+      async () => {
+        const all = await schemaJobs(e2e, 'always');
+        return all.length === 5 && all.every((j) => j.spec?.ttlSecondsAfterFinished === 300)
+          ? all
+          : undefined;
+      },
+      30_000,
+    );
+    for (const j of jobs) {
+      const pod = j.spec!.template.spec!;
+      assert.equal(pod.automountServiceAccountToken, false);
+      assert.equal(j.spec!.backoffLimit, 0);
+      const url = pod.containers[0]!.env!.find((e) => e.name === 'PTAH_DB_URL')!;
+      assert.deepEqual(url.valueFrom?.secretKeyRef?.name, 'always-db');
+    }
     assert.deepEqual(jobs.map((j) => j.metadata?.labels?.['operator.ptah.run/operation']).sort(), [
       'apply',
       'observe',

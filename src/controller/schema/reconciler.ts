@@ -6,7 +6,14 @@
  * The manager never reads a Secret and never opens a database connection: the Secret is named in the Job,
  * and Kubernetes resolves it inside the Pod.
  */
-import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type BatchV1Api,
+  type CoreV1Api,
+  type V1ConfigMap,
+  type V1Job,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
@@ -208,9 +215,14 @@ export class SchemaReconciler {
                   name: action.jobName,
                   body: { spec: { ttlSecondsAfterFinished: 300 } },
                 },
-                mergePatch(),
+                setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
               )
-              .catch(() => undefined);
+              .catch((error: unknown) =>
+                log.warn(
+                  { job: action.jobName, code: (error as { code?: number }).code },
+                  'job cleanup ttl not set',
+                ),
+              );
           }
         } else {
           await orUndefined(
@@ -604,25 +616,10 @@ function planInputs(
   };
 }
 
-function mergePatch() {
-  // The generated client sends JSON Patch by default; a merge patch is what this body is.
-  return {
-    middleware: [
-      {
-        pre: async (ctx: { setHeaderParam(k: string, v: string): void }) => {
-          ctx.setHeaderParam('Content-Type', 'application/merge-patch+json');
-          return ctx;
-        },
-        post: async <T>(ctx: T) => ctx,
-      },
-    ],
-  } as never;
-}
-
 function sameData(
   a: Readonly<Record<string, string>> | undefined,
   b: Readonly<Record<string, string>> | undefined,
-) {
+): boolean {
   const keys = (o: Readonly<Record<string, string>> | undefined) => Object.keys(o ?? {}).sort();
   const ka = keys(a);
   const kb = keys(b);
