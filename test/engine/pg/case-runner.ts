@@ -34,13 +34,34 @@ export interface SchemaCase {
   readonly file: string;
 }
 
+const CASE_KEYS = new Set([
+  'name',
+  'current',
+  'currentManaged',
+  'desired',
+  'kinds',
+  'destructive',
+  'error',
+  'seed',
+  'exclude',
+  'reverse',
+]);
+
 export function loadCases(dir: string): SchemaCase[] {
   const out: SchemaCase[] = [];
   for (const f of readdirSync(dir)
     .filter((x) => x.endsWith('.yaml'))
     .sort()) {
     const list = parseYaml(readFileSync(join(dir, f), 'utf8')) as Omit<SchemaCase, 'file'>[];
-    for (const c of list) out.push({ ...c, current: c.current ?? '', desired: c.desired ?? '', file: f });
+    for (const c of list) {
+      // A misspelt key would silently assert nothing: every key must be known, and every case must say
+      // either the kinds it expects or the error.
+      for (const k of Object.keys(c))
+        if (!CASE_KEYS.has(k)) throw new Error(`${f}: case "${c.name}": unknown key ${k}`);
+      if (c.kinds === undefined && c.error === undefined)
+        throw new Error(`${f}: case "${c.name}" needs kinds or error`);
+      out.push({ ...c, current: c.current ?? '', desired: c.desired ?? '', file: f });
+    }
   }
   return out;
 }
