@@ -51,7 +51,9 @@ interface ParsedStatement {
   readonly source: string;
 }
 
-export function parseStatements(sql: string, source: string): ParsedStatement[] {
+export function parseStatements(rawSql: string, source: string): ParsedStatement[] {
+  // pg_dump output carries psql meta-commands (`\restrict`, `\connect`): blanked, keeping line numbers.
+  const sql = rawSql.replace(/^\\[a-z].*$/gm, '');
   if (sql.trim() === '') return [];
   let tree: { stmts?: { stmt: AstNode; stmt_location?: number }[] };
   try {
@@ -541,6 +543,8 @@ export class DesiredStateBuilder {
       else target.comment = text;
     };
     switch (objtype) {
+      case 'OBJECT_EXTENSION':
+        return; // an extension's comment is the extension's own (pg_dump repeats it)
       case 'OBJECT_TABLE': {
         const q = qual(list);
         set(this.tables.get(`${q.schema}.${q.name}`), `TABLE ${q.name}`);

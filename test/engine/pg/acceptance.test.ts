@@ -2,6 +2,7 @@
 // plans are byte-identical, protected tables refuse, exclusions are invisible, stale plans are refused,
 // and a failing statement reports its position and SQLSTATE and leaves the database as it was.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
 import { postgresDialect as dialect } from '../../../src/engine/pg/pg-dialect.ts';
 import { applyPlan, drift, inspect, plan } from '../../../src/engine/schema-engine.ts';
 
+const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 const SAMPLES = ['dvd-rental.sql', 'music-store.sql', 'northwind-orders.sql'];
 const sample = (f: string) => readFileSync(join(import.meta.dirname, '../../fixtures/schemas', f), 'utf8');
 const files = (sql: string) => ({ files: [{ path: 'desired.sql', sql }] });
@@ -55,6 +57,17 @@ describe('schema engine acceptance (postgres)', () => {
       const d = await drift(url, dialect, files(sample(f)));
       assert.equal(d.drifted, false);
       assert.equal(d.total, 0);
+      // pg_dump's spelling of the same schema (qualified names, ALTER TABLE ONLY, owned sequences, casts)
+      // is the same desired state.
+      const dump = execFileSync(
+        join(PG_BIN, 'pg_dump'),
+        ['--schema-only', '--no-owner', '--no-privileges', url],
+        {
+          encoding: 'utf8',
+        },
+      );
+      const fromDump = await plan(url, dialect, { files: [{ path: 'dump.sql', sql: dump }] });
+      assert.equal(fromDump.outcome, 'no_changes', fromDump.changes.map((c) => c.kind).join(', '));
     });
   }
 
