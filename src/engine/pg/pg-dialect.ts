@@ -15,6 +15,12 @@ export const postgresDialect: SchemaDialect = {
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
   render: renderPostgres,
-  beginApply: (ms) => ['BEGIN', `SET LOCAL lock_timeout = ${Math.max(0, Math.floor(ms))}`],
+  // Applies serialise on one transaction-scoped advisory lock (bounded by lock_timeout), so a second apply
+  // of the same plan re-checks the fingerprint after the first committed and is refused as stale.
+  beginApply: (ms) => [
+    'BEGIN',
+    `SET LOCAL lock_timeout = ${Math.max(0, Math.floor(ms))}`,
+    "SELECT pg_advisory_xact_lock(hashtext('ptah.schema.apply'))",
+  ],
   beginReadOnly: () => ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'],
 };

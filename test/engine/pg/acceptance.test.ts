@@ -174,6 +174,19 @@ describe('schema engine acceptance (postgres)', () => {
     );
   });
 
+  test('two concurrent applies of one plan: one applies, the other is stale', async () => {
+    const url = await fresh();
+    await sql(url, 'CREATE TABLE t (id int PRIMARY KEY)');
+    const r = await plan(
+      url,
+      dialect,
+      files('CREATE TABLE t (id int PRIMARY KEY, a text); CREATE INDEX t_a ON t (a);'),
+    );
+    const bytes = Buffer.from(r.bytes ?? '');
+    const outcomes = await Promise.all([applyPlan(url, bytes), applyPlan(url, bytes)]);
+    assert.deepEqual(outcomes.map((o) => o.outcome).sort(), ['applied', 'stale']);
+  });
+
   test('a changed reference row makes a plan stale', async () => {
     const url = await fresh();
     const desired = "CREATE TABLE k (id int PRIMARY KEY, v text); INSERT INTO k VALUES (1, 'a');";
