@@ -38,7 +38,13 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
     })),
     views: model.views.filter((v) => !out(v.schema, v.name)),
     rows: model.rows.filter((r) => kept.has(`${r.schema}.${r.table}`)),
-    unmanaged: model.unmanaged.filter((u) => !out(u.schema, u.name)),
+    // Excluded objects still exist: recorded as unmanaged, so their schema is never dropped under them.
+    unmanaged: [
+      ...model.unmanaged.filter((u) => !out(u.schema, u.name)),
+      ...[...model.tables, ...model.views, ...model.enums, ...model.sequences]
+        .filter((o) => out(o.schema, o.name))
+        .map((o) => ({ kind: 'Unmanaged' as const, objectKind: 'excluded', schema: o.schema, name: o.name })),
+    ],
   };
 }
 
