@@ -139,8 +139,14 @@ export class Manager {
       () => batch.listJobForAllNamespaces({ labelSelector: jobSelector }),
       jobSelector,
     );
-    const configMaps = k8s.makeInformer<k8s.V1ConfigMap>(kubeConfig, '/api/v1/configmaps', () =>
-      core.listConfigMapForAllNamespaces(),
+    // Our own snapshots and plan chunks (up to 8 MiB a plan) never enter the cache: only a person's
+    // ConfigMaps can be a source, and the reconciler reads every ConfigMap it decides on uncached.
+    const notOurs = `${LABELS.managedBy}!=${MANAGED_BY}`;
+    const configMaps = k8s.makeInformer<k8s.V1ConfigMap>(
+      kubeConfig,
+      '/api/v1/configmaps',
+      () => core.listConfigMapForAllNamespaces({ labelSelector: notOurs }),
+      notOurs,
     );
 
     for (const verb of ['add', 'update', 'delete'] as const) {
