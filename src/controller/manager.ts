@@ -14,7 +14,6 @@ import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
 import type { ManagerIdentity } from './jobs/schema-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
-import { withMicroTimeLeases } from './realm/micro-time.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
@@ -64,7 +63,7 @@ export class Manager {
     });
 
     const elector = new LeaderElector({
-      api: withMicroTimeLeases(kubeConfig.makeApiClient(k8s.CoordinationV1Api)),
+      api: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
       namespace: this.options.coordinationNamespace,
       name: this.options.leaderLeaseName ?? 'ptah-operator-leader',
       identity: this.options.identity,

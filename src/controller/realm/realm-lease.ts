@@ -13,11 +13,11 @@ import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import { canonicalDigest } from '../../api/digest.ts';
 import { hexOf, realmLeaseName } from '../../api/fingerprint.ts';
 import { LABELS, MANAGED_BY } from '../../api/meta.ts';
-import { decideLease, type LeaseState } from '../runtime/lease.ts';
-import { withMicroTimeLeases } from './micro-time.ts';
+import { decideLease, leaseStateOf } from '../runtime/lease.ts';
+import { leaseSpecFor, withMicroTimes } from '../runtime/lease-object.ts';
 
-export const LEASE_EPOCH_ANNOTATION = 'operator.ptah.dev/lease-epoch';
-export const REALM_LEASE_LABEL = 'operator.ptah.dev/coordination';
+export const LEASE_EPOCH_ANNOTATION = 'operator.ptah.run/lease-epoch';
+export const REALM_LEASE_LABEL = 'operator.ptah.run/coordination';
 
 export type RealmLeaseOutcome =
   | { readonly held: true; readonly epoch: string; readonly action: 'create' | 'renew' | 'takeover' }
@@ -34,26 +34,11 @@ function statusCode(error: unknown): number | undefined {
   return typeof e.statusCode === 'number' ? e.statusCode : undefined;
 }
 
-function toState(lease: V1Lease): LeaseState {
-  const s = lease.spec ?? {};
-  return {
-    ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
-    ...(s.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: s.leaseDurationSeconds } : {}),
-    ...(s.acquireTime ? { acquireTime: new Date(s.acquireTime) } : {}),
-    ...(s.renewTime ? { renewTime: new Date(s.renewTime) } : {}),
-    ...(s.leaseTransitions !== undefined ? { leaseTransitions: s.leaseTransitions } : {}),
-  };
-}
-
 export class RealmLeases {
-  private readonly api: CoordinationV1Api;
-
   constructor(
-    api: CoordinationV1Api,
+    private readonly api: CoordinationV1Api,
     private readonly namespace: string,
-  ) {
-    this.api = withMicroTimeLeases(api);
-  }
+  ) {}
 
   async acquire(
     coordinationDigest: string,
@@ -63,7 +48,12 @@ export class RealmLeases {
   ): Promise<RealmLeaseOutcome> {
     const name = realmLeaseName(coordinationDigest as `sha256:${string}`);
     const existing = await this.read(name);
-    const decision = decideLease(existing ? toState(existing) : undefined, holder, durationSeconds, now);
+    const decision = decideLease(
+      existing ? leaseStateOf(existing.spec) : undefined,
+      holder,
+      durationSeconds,
+      now,
+    );
     if (decision.action === 'wait') {
       return { held: false, retryAfterMs: Math.max(1000, decision.expiresAt.getTime() - now.getTime()) };
     }
@@ -71,13 +61,7 @@ export class RealmLeases {
       decision.action === 'renew'
         ? (existing?.metadata?.annotations?.[LEASE_EPOCH_ANNOTATION] ?? newEpoch())
         : newEpoch();
-    const spec = {
-      holderIdentity: decision.next.holderIdentity,
-      leaseDurationSeconds: decision.next.leaseDurationSeconds,
-      acquireTime: decision.next.acquireTime,
-      renewTime: decision.next.renewTime,
-      leaseTransitions: decision.next.leaseTransitions,
-    } as V1Lease['spec'];
+    const spec = leaseSpecFor(decision.next);
     const metadata = {
       ...(existing?.metadata ?? {}),
       name,
@@ -116,7 +100,10 @@ export class RealmLeases {
     const name = realmLeaseName(coordinationDigest as `sha256:${string}`);
     const existing = await this.read(name);
     if (existing === undefined || existing.spec?.holderIdentity !== holder) return;
-    const spec = { ...existing.spec, leaseTransitions: (existing.spec?.leaseTransitions ?? 0) + 1 };
+    const spec = withMicroTimes({
+      ...existing.spec,
+      leaseTransitions: (existing.spec?.leaseTransitions ?? 0) + 1,
+    });
     delete spec.holderIdentity;
     delete spec.renewTime;
     try {

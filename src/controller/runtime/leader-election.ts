@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
-import { decideLease, type LeaseState } from './lease.ts';
+import { decideLease, leaseStateOf } from './lease.ts';
+import { leaseSpecFor } from './lease-object.ts';
 
 export interface LeaderElectionOptions {
   readonly api: CoordinationV1Api;
@@ -11,17 +12,6 @@ export interface LeaderElectionOptions {
   readonly renewEveryMs?: number;
   readonly retryEveryMs?: number;
   readonly log?: (msg: string, fields: Record<string, unknown>) => void;
-}
-
-function toState(lease: V1Lease): LeaseState {
-  const spec = lease.spec ?? {};
-  return {
-    ...(spec.holderIdentity !== undefined ? { holderIdentity: spec.holderIdentity } : {}),
-    ...(spec.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: spec.leaseDurationSeconds } : {}),
-    ...(spec.acquireTime !== undefined ? { acquireTime: new Date(spec.acquireTime) } : {}),
-    ...(spec.renewTime !== undefined ? { renewTime: new Date(spec.renewTime) } : {}),
-    ...(spec.leaseTransitions !== undefined ? { leaseTransitions: spec.leaseTransitions } : {}),
-  };
 }
 
 function statusCode(error: unknown): number | undefined {
@@ -50,15 +40,14 @@ export class LeaderElector {
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
     }
-    const decision = decideLease(existing ? toState(existing) : undefined, identity, this.duration, now);
+    const decision = decideLease(
+      existing ? leaseStateOf(existing.spec) : undefined,
+      identity,
+      this.duration,
+      now,
+    );
     if (decision.action === 'wait') return false;
-    const spec = {
-      holderIdentity: decision.next.holderIdentity,
-      leaseDurationSeconds: decision.next.leaseDurationSeconds,
-      acquireTime: decision.next.acquireTime,
-      renewTime: decision.next.renewTime,
-      leaseTransitions: decision.next.leaseTransitions,
-    } as V1Lease['spec'];
+    const spec = leaseSpecFor(decision.next);
     try {
       if (decision.action === 'create' || existing === undefined) {
         await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } });

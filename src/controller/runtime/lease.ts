@@ -63,3 +63,23 @@ export function decideLease(
     },
   };
 }
+
+/** The part of a coordination.k8s.io Lease object that the decision reads and writes. */
+export interface LeaseSpecObject {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: Date;
+  renewTime?: Date;
+  leaseTransitions?: number;
+}
+
+export function leaseStateOf(spec: LeaseSpecObject | undefined): LeaseState {
+  const s = spec ?? {};
+  return {
+    ...(s.holderIdentity ? { holderIdentity: s.holderIdentity } : {}),
+    ...(s.leaseDurationSeconds !== undefined ? { leaseDurationSeconds: s.leaseDurationSeconds } : {}),
+    ...(s.acquireTime ? { acquireTime: new Date(s.acquireTime) } : {}),
+    ...(s.renewTime ? { renewTime: new Date(s.renewTime) } : {}),
+    ...(s.leaseTransitions !== undefined ? { leaseTransitions: s.leaseTransitions } : {}),
+  };
+}
