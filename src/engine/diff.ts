@@ -453,11 +453,14 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
     const l = liveCols.get(c.name);
     if (!l) {
       push({ kind: 'AddColumn', table: tr, column: c, tableIsNew: false });
+      pushColumnComment(tr, c, push);
       continue;
     }
     retyped = diffColumn(tr, l, c, push) || retyped;
   }
-  for (const l of live.columns) {
+  // Generated columns go first: a column they are computed from cannot be dropped while they exist.
+  const dropOrder = [...live.columns.filter((c) => c.generated), ...live.columns.filter((c) => !c.generated)];
+  for (const l of dropOrder) {
     if (!desiredCols.has(l.name)) {
       push({ kind: 'DropColumn', table: tr, column: l });
       retyped = true;
@@ -481,6 +484,15 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   return retyped;
 }
 
+function pushColumnComment(tr: TableRef, c: Column, push: (c: Change) => void): void {
+  if (c.comment === undefined) return;
+  push({
+    kind: 'SetComment',
+    target: { objectType: 'COLUMN', schema: tr.schema, name: tr.name, column: c.name },
+    comment: c.comment,
+  });
+}
+
 function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => void): boolean {
   const obj = `column ${tr.schema}.${tr.name}.${c.name}`;
   if (Boolean(l.serial) !== Boolean(c.serial)) {
@@ -496,6 +508,7 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
     // A generated expression cannot be altered in place: the derived column is rebuilt.
     push({ kind: 'DropColumn', table: tr, column: l });
     push({ kind: 'AddColumn', table: tr, column: c, tableIsNew: false });
+    pushColumnComment(tr, c, push);
     return true;
   }
   let retyped = false;
