@@ -18,6 +18,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Operation Pods run as a non-root user on the local node agent and execute this checkout's code, so every
+# directory above it must let other users pass (o+x). A checkout under a private temporary directory does
+# not; open only the traversal bit, never reading, and say so.
+if [ "$(id -u)" = 0 ]; then
+  dir="$here"
+  while [ "$dir" != "/" ]; do
+    if [ "$(( 0$(stat -c %a "$dir") & 1 ))" = 0 ]; then
+      echo "setup: allowing other users to traverse $dir (chmod o+x) so non-root Pods can run this checkout" >&2
+      chmod o+x "$dir"
+    fi
+    dir="$(dirname "$dir")"
+  done
+fi
+
 # shellcheck source=scripts/node22.sh
 source "$here/scripts/node22.sh"
 
