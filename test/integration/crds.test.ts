@@ -12,7 +12,7 @@ import { buildCrds, crdFileName } from '../../src/api/crds.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaStatus } from '../../src/api/ptah-schema.ts';
-import { buildClaim, inputsFingerprint, type OperationInputs } from '../../src/controller/claims/claim.ts';
+import { buildClaim, type OperationInputs } from '../../src/controller/claims/claim.ts';
 import { recordJournalEntry } from '../../src/controller/journal/journal.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../src/controller/plan-store/build-plan.ts';
 
@@ -124,6 +124,7 @@ describe('PtahSchema CRD', () => {
     const inputs: OperationInputs = {
       contentDigest: d('manifest'),
       snapshotName: 'ptah-src-0123456789abcdef0123456789abcdef',
+      configMapUID: 'uid-cm',
       coordinationDigest: d('realm'),
       policyFingerprint: d('policy'),
       executionBinding: {
@@ -151,7 +152,6 @@ describe('PtahSchema CRD', () => {
           generation: 1,
           type: 'Observe',
           inputs,
-          inputsFingerprint: inputsFingerprint('Observe', inputs),
           attempt: 1,
         },
         now,

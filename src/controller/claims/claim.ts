@@ -1,7 +1,12 @@
 /**
- * Claims: the record of an operation written to status before its Job exists. Everything in it derives
- * deterministically from the resource and the operation's inputs, so a restarted manager re-derives the
- * same operation id and Job name, finds the claim it wrote, and never creates a second Job for it.
+ * Claims: the record of an operation written to status before its Job exists.
+ *
+ * The inputs fingerprint binds everything the operation was decided from. The operation id folds the
+ * resource, its generation, the operation, that fingerprint, the attempt and the instant the claim was
+ * written: a periodic refresh with identical inputs is a new operation with a new Job name, because a
+ * finished Job lingers for its TTL and reusing its name would harvest the old Job's result. The id is
+ * therefore never re-derived after the fact: the claim (with its Job name) is durable in status before the
+ * Job is created, and a restarted manager reads the name from the claim and finds or creates that one Job.
  */
 import { canonicalDigest, type Sha256Digest } from '../../api/digest.ts';
 import { hexOf } from '../../api/fingerprint.ts';
@@ -10,36 +15,59 @@ import type { Claim, ExecutionBinding, OperationType } from '../../api/ptah-sche
 export const OPERATION_CONTRACT_VERSION = 1;
 export const MAX_JOB_NAME_LENGTH = 63;
 
+interface ObjectRef {
+  readonly name: string;
+  readonly uid: string;
+}
+
 /**
- * What an operation is decided from. A change to any of these is a different operation: the claim for the
- * old inputs is not resumed.
+ * What an operation is decided from. A change to any of these is a different operation; digests are the
+ * `sha256:<hex>` strings status stores.
  */
 export interface OperationInputs {
-  readonly contentDigest: Sha256Digest;
+  readonly contentDigest: string;
+  /** The immutable snapshot the Job mounts. */
   readonly snapshotName?: string;
-  readonly coordinationDigest: Sha256Digest;
-  readonly policyFingerprint: Sha256Digest;
+  /** The source ConfigMap read: another ConfigMap of the same name is another source. */
+  readonly configMapUID?: string;
+  readonly coordinationDigest: string;
+  readonly policyFingerprint: string;
   readonly executionBinding: ExecutionBinding;
   readonly activeDeadlineSeconds: number;
-  /** Apply only: the plan executed and the approval consumed. */
-  readonly planRef?: { readonly name: string; readonly uid: string };
-  readonly planFingerprint?: Sha256Digest;
-  readonly approvalRef?: { readonly name: string; readonly uid: string };
+  /** The plan an Apply executes, or the plan whose Apply a proof Observe/Plan verifies. */
+  readonly planRef?: ObjectRef;
+  readonly planFingerprint?: string;
+  /** The approval an Apply consumes (carried on to the proof that follows it). */
+  readonly approvalRef?: ObjectRef;
 }
 
 export function inputsFingerprint(type: OperationType, inputs: OperationInputs): Sha256Digest {
+  // Members are listed one by one so an input added to the interface without being bound here is a
+  // visible omission, and so nothing outside the interface (a wider object passed in) is bound by accident.
   return canonicalDigest({
     contractVersion: OPERATION_CONTRACT_VERSION,
     operation: type,
     contentDigest: inputs.contentDigest,
     snapshotName: inputs.snapshotName,
+    configMapUID: inputs.configMapUID,
     coordinationDigest: inputs.coordinationDigest,
     policyFingerprint: inputs.policyFingerprint,
-    executionBinding: { ...inputs.executionBinding },
+    executionBinding: {
+      managerImage: inputs.executionBinding.managerImage,
+      managerRevision: inputs.executionBinding.managerRevision,
+      controllerStateVersion: inputs.executionBinding.controllerStateVersion,
+      ptahVersion: inputs.executionBinding.ptahVersion,
+      runnerImage: inputs.executionBinding.runnerImage,
+      runnerProtocolVersion: inputs.executionBinding.runnerProtocolVersion,
+    },
     activeDeadlineSeconds: inputs.activeDeadlineSeconds,
-    planRef: inputs.planRef === undefined ? undefined : { ...inputs.planRef },
+    planRef:
+      inputs.planRef === undefined ? undefined : { name: inputs.planRef.name, uid: inputs.planRef.uid },
     planFingerprint: inputs.planFingerprint,
-    approvalRef: inputs.approvalRef === undefined ? undefined : { ...inputs.approvalRef },
+    approvalRef:
+      inputs.approvalRef === undefined
+        ? undefined
+        : { name: inputs.approvalRef.name, uid: inputs.approvalRef.uid },
   });
 }
 
@@ -47,9 +75,11 @@ export interface OperationIdentity {
   readonly resourceUID: string;
   readonly generation: number;
   readonly type: OperationType;
-  readonly inputsFingerprint: Sha256Digest;
+  readonly inputsFingerprint: string;
   /** 1 for the first try; a retry after a failure is a new operation with the next attempt. */
   readonly attempt: number;
+  /** When the claim is written (ISO 8601): a refresh with unchanged inputs is still a new operation. */
+  readonly startedAt: string;
 }
 
 export function operationId(id: OperationIdentity): Sha256Digest {
@@ -61,12 +91,13 @@ export function operationId(id: OperationIdentity): Sha256Digest {
     operation: id.type,
     inputsFingerprint: id.inputsFingerprint,
     attempt: id.attempt,
+    startedAt: id.startedAt,
   });
 }
 
 /**
- * `ptah-<operation>-<resource>-<16 hex of the operation id>`: a DNS-1123 label of at most 63 characters.
- * The resource name is shortened to fit; the id keeps the name unique.
+ * `ptah-<operation>-<resource>-<16 hex of the operation id>`: a DNS-1123 label of at most 63 characters,
+ * since Job names become Pod labels. The resource name is shortened to fit; the id keeps the name unique.
  */
 export function jobName(type: OperationType, resourceName: string, id: Sha256Digest): string {
   const prefix = `ptah-${type.toLowerCase()}-`;
@@ -80,44 +111,41 @@ export function jobName(type: OperationType, resourceName: string, id: Sha256Dig
   return name === '' ? `${prefix}${suffix}` : `${prefix}${name}-${suffix}`;
 }
 
-export interface ClaimRequest extends OperationIdentity {
+export interface ClaimRequest {
+  readonly resourceUID: string;
   readonly resourceName: string;
+  readonly generation: number;
+  readonly type: OperationType;
   readonly inputs: OperationInputs;
+  /** 1 for the first try. */
+  readonly attempt: number;
   readonly leaseDurationSeconds?: number;
 }
 
-/** The claim to persist for an operation, with nothing dispatched yet. */
+/** The claim to persist for an operation decided at `now`, with nothing dispatched yet. */
 export function buildClaim(request: ClaimRequest, now: Date): Claim {
-  const id = operationId(request);
-  const claim: Claim = {
+  const fingerprint = inputsFingerprint(request.type, request.inputs);
+  const startedAt = now.toISOString();
+  const id = operationId({ ...request, inputsFingerprint: fingerprint, startedAt });
+  const { inputs } = request;
+  return {
     type: request.type,
     operationId: id,
-    inputsFingerprint: request.inputsFingerprint,
+    inputsFingerprint: fingerprint,
     jobName: jobName(request.type, request.resourceName, id),
     attempt: request.attempt,
     generation: request.generation,
-    startedAt: now.toISOString(),
-    contentDigest: request.inputs.contentDigest,
-    ...(request.inputs.snapshotName === undefined ? {} : { snapshotName: request.inputs.snapshotName }),
-    ...(request.inputs.planRef === undefined ? {} : { planRef: request.inputs.planRef }),
-    ...(request.inputs.approvalRef === undefined ? {} : { approvalRef: request.inputs.approvalRef }),
+    startedAt,
+    contentDigest: inputs.contentDigest,
+    ...(inputs.snapshotName === undefined ? {} : { snapshotName: inputs.snapshotName }),
+    ...(inputs.planRef === undefined
+      ? {}
+      : { planRef: { name: inputs.planRef.name, uid: inputs.planRef.uid } }),
+    ...(inputs.approvalRef === undefined
+      ? {}
+      : { approvalRef: { name: inputs.approvalRef.name, uid: inputs.approvalRef.uid } }),
     ...(request.leaseDurationSeconds === undefined
       ? {}
       : { leaseDurationSeconds: request.leaseDurationSeconds }),
   };
-  return claim;
-}
-
-/**
- * Whether a stored claim is the operation the manager would claim now. A match is resumed as it stands
- * (its Job found by name, never created twice); a mismatch means the inputs moved under it.
- */
-export function claimMatches(claim: Claim, request: ClaimRequest): boolean {
-  const id = operationId(request);
-  return (
-    claim.type === request.type &&
-    claim.operationId === id &&
-    claim.inputsFingerprint === request.inputsFingerprint &&
-    claim.jobName === jobName(request.type, request.resourceName, id)
-  );
 }

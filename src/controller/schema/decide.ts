@@ -11,9 +11,10 @@
  */
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../runner/result.ts';
-import { inputsFingerprint, jobName, operationId, type ClaimInputs } from './claim-identity.ts';
+import { buildClaim } from '../claims/claim.ts';
+import { policyFingerprint } from '../../api/fingerprint.ts';
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
-import type { JournalEntry } from '../../api/ptah-schema.ts';
+import type { ExecutionBinding, JournalEntry } from '../../api/ptah-schema.ts';
 import { recordJournalEntry } from '../journal/journal.ts';
 import type {
   ApprovalView,
@@ -39,6 +40,8 @@ export interface DecideInput {
   /** More than one resource claims this database realm. */
   readonly realmConflict: boolean;
   readonly coordinationDigest: string;
+  /** The manager, engine and runner releases a claimed operation runs under; bound into its identity. */
+  readonly executionBinding: ExecutionBinding;
   readonly resolution:
     | { readonly ok: true; readonly value: Resolution }
     | { readonly ok: false; readonly reason: string; readonly message: string };
@@ -771,31 +774,34 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
     return;
   }
   const planRef = options.plan ? { name: options.plan.name, uid: options.plan.uid } : options.planRefOnly;
-  const inputs: ClaimInputs = {
-    schemaUID: input.schema.uid,
-    generation: input.schema.generation,
-    contentDigest: res.contentDigest,
-    configMapUID: res.configMapUID ?? '',
-    coordinationDigest: input.coordinationDigest,
-    ...(planRef !== undefined ? { planUID: planRef.uid } : {}),
-    ...(options.plan !== undefined ? { planFingerprint: options.plan.fingerprint } : {}),
-  };
-  const fingerprint = inputsFingerprint(type, inputs);
-  const attempt = 1;
-  const id = operationId(input.schema.uid, type, fingerprint, attempt, b.now);
-  st.claim = {
-    type,
-    operationId: id,
-    inputsFingerprint: fingerprint,
-    jobName: jobName(type, input.schema.name, id),
-    attempt,
-    generation: input.schema.generation,
-    startedAt: b.now,
-    contentDigest: res.contentDigest,
-    ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
-    ...(planRef !== undefined ? { planRef } : {}),
-    ...(options.approval !== undefined ? { approvalRef: options.approval } : {}),
-  };
+  const { schema } = input;
+  st.claim = buildClaim(
+    {
+      resourceUID: schema.uid,
+      resourceName: schema.name,
+      generation: schema.generation,
+      type,
+      attempt: 1,
+      inputs: {
+        contentDigest: res.contentDigest,
+        ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
+        ...(res.configMapUID !== undefined ? { configMapUID: res.configMapUID } : {}),
+        coordinationDigest: input.coordinationDigest,
+        policyFingerprint: policyFingerprint({
+          apply: schema.spec.policy.apply,
+          allowDestructive: schema.spec.policy.allowDestructive,
+          protectedTables: [...schema.spec.policy.protectedTables],
+          exclude: [...schema.spec.policy.exclude],
+        }),
+        executionBinding: input.executionBinding,
+        activeDeadlineSeconds: schema.spec.activeDeadlineSeconds,
+        ...(planRef !== undefined ? { planRef } : {}),
+        ...(options.plan !== undefined ? { planFingerprint: options.plan.fingerprint } : {}),
+        ...(options.approval !== undefined ? { approvalRef: options.approval } : {}),
+      },
+    },
+    input.now,
+  );
   st.lastAttemptTime = b.now;
   const proof = options.proof === true;
   const phase: Phase =

@@ -18,7 +18,12 @@ import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
 import { LABELS } from '../../api/meta.ts';
-import { canonicalEngine, type PtahSchema, type Resolution } from '../../api/ptah-schema.ts';
+import {
+  canonicalEngine,
+  type ExecutionBinding,
+  type PtahSchema,
+  type Resolution,
+} from '../../api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../runner/result.ts';
@@ -76,6 +81,7 @@ export class SchemaReconciler {
       realmConflict:
         engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
       coordinationDigest: coordination,
+      executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
         : await this.resolve(obj, view, now),
@@ -564,6 +570,18 @@ export class SchemaReconciler {
     const r = reassemblePlan(plan, (name) => chunks.get(name));
     return r.ok ? { ok: true } : { ok: false, reason: r.reason, message: r.message };
   }
+}
+
+/** The releases an operation claimed now runs under: its claim identity binds them. */
+function executionBinding(manager: ManagerIdentity): ExecutionBinding {
+  return {
+    managerImage: manager.managerImage,
+    managerRevision: manager.managerRevision,
+    controllerStateVersion: manager.controllerStateVersion,
+    ptahVersion: manager.ptahVersion,
+    runnerImage: manager.runnerImage,
+    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+  };
 }
 
 /** Every binding the plan's fingerprint covers that exists at this stage. */

@@ -52,6 +52,15 @@ const resolution = (c = 'a', cmUid = 'cm-1') => ({
   },
 });
 
+const executionBinding = {
+  managerImage: 'manager:1',
+  managerRevision: 'rev-1',
+  controllerStateVersion: 1,
+  ptahVersion: '0.1.0',
+  runnerImage: 'runner:1',
+  runnerProtocolVersion: 1,
+};
+
 function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput {
   return {
     now: new Date(at),
@@ -59,6 +68,7 @@ function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): Dec
     engineSupported: true,
     realmConflict: false,
     coordinationDigest: digest('c'),
+    executionBinding,
     resolution: resolution(),
     approvals: [],
     ...extra,
@@ -334,6 +344,60 @@ describe('schema lifecycle decision', () => {
       creates[0]!.kind === 'createJob' && creates[0]!.claim.operationId,
       d1.status.claim!.operationId,
     );
+    // The name is read from the claim, not re-derived: derived now, it would be another name.
+    assert.equal(creates[0]!.kind === 'createJob' && creates[0]!.claim.jobName, d1.status.claim!.jobName);
+    assert.deepEqual(again.status.claim, d1.status.claim);
+  });
+
+  it('a periodic refresh with unchanged inputs claims a new Job name', () => {
+    let s = schema(decide(input(schema({}), T0)).status);
+    const first = s.status.claim!;
+    let d = runClaim(s, T0, result(first, 'succeeded', { drift }));
+    s = schema(d.status);
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: noChanges }));
+    assert.equal(d.status.phase, 'InSync');
+    const refresh = decide(input(schema(d.status), T0 + 700_000)).status.claim!;
+    assert.equal(refresh.type, 'Observe');
+    assert.equal(refresh.inputsFingerprint, first.inputsFingerprint, 'nothing it is decided from changed');
+    // The first Observe's Job may still linger for its TTL; the same name would harvest its old result.
+    assert.notEqual(refresh.operationId, first.operationId);
+    assert.notEqual(refresh.jobName, first.jobName);
+  });
+
+  it('a claim binds everything its operation is decided from', () => {
+    const fingerprint = (s: SchemaView, extra: Partial<DecideInput> = {}) =>
+      decide(input(s, T0, extra)).status.claim!.inputsFingerprint;
+    const base = fingerprint(schema({}));
+    const variations: [string, string][] = [
+      ['content', fingerprint(schema({}), { resolution: resolution('b') })],
+      ['source ConfigMap', fingerprint(schema({}), { resolution: resolution('a', 'cm-2') })],
+      ['realm', fingerprint(schema({}), { coordinationDigest: digest('9') })],
+      ['policy', fingerprint(schema({}, spec({}, { protectedTables: ['audit'] })))],
+      ['deadline', fingerprint(schema({}, spec({ activeDeadlineSeconds: 901 })))],
+      [
+        'execution binding',
+        fingerprint(schema({}), { executionBinding: { ...executionBinding, runnerImage: 'runner:2' } }),
+      ],
+    ];
+    for (const [name, value] of variations) assert.notEqual(value, base, name);
+    assert.equal(fingerprint(schema({})), base, 'and nothing else');
+  });
+
+  it('an Apply claim binds its plan and the approval it consumes', () => {
+    const applyClaim = (s: SchemaView, approvals: ApprovalView[]) =>
+      decide(input(s, T0 + 5000, { approvals, planCheck: { ok: true } })).status.claim!;
+    const s = toAwaitingApproval({ apply: 'OnApproval' });
+    const a = applyClaim(s, [approval()]);
+    assert.equal(a.type, 'Apply');
+    const other = applyClaim(s, [approval({ name: 'ok-2', uid: 'appr-2' })]);
+    assert.equal(other.approvalRef?.uid, 'appr-2');
+    assert.notEqual(other.inputsFingerprint, a.inputsFingerprint);
+    const s2 = toAwaitingApproval({ apply: 'OnApproval' }, publishedPlan(false, '2'));
+    const onPlan2 = applyClaim(s2, [
+      approval({ planRef: { name: 'ptah-plan-2', uid: 'plan-uid-2' }, planFingerprint: digest('e') }),
+    ]);
+    assert.equal(onPlan2.planRef?.uid, 'plan-uid-2');
+    assert.notEqual(onPlan2.inputsFingerprint, a.inputsFingerprint);
   });
 
   it('a dispatched Apply whose Job is missing is never recreated: its outcome is unknown and proven by reading', () => {
