@@ -26,8 +26,14 @@ act_job_on_node_agent() {
   node --import tsx test/env/demo-job.ts
 }
 
-# Act 2 (to come): the operator's worked example.
+# Act 2: the operator's worked example. The admin installs the CRDs, RBAC and approval webhooks and
+# starts the manager; the ordinary user declares a schema (apply: OnApproval) for a fresh PostgreSQL
+# database; the approver approves the published plan; the database converges and the journal shows it.
+act_operator_worked_example() {
+  node --import tsx test/env/demo-operator.ts
+}
 
 trap environment_down EXIT
 environment_up
 act_job_on_node_agent
+act_operator_worked_example

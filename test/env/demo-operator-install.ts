@@ -1,0 +1,289 @@
+/**
+ * The demo's install step, done as a cluster admin would: the CRDs and the manager's RBAC from deploy/,
+ * a Role each for the ordinary user and the approver, the approval webhooks (served by the manager on
+ * loopback with a certificate made here), the runner image in the node agent's image map, and the manager
+ * process itself with the manager ServiceAccount's kubeconfig.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as k8s from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import type { EnvironmentDescription } from './environment.ts';
+import { createCertificateAuthority, issueCertificate } from './pki.ts';
+import { freePort } from './ports.ts';
+import { startProcess, type ManagedProcess } from './process.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const DEMO_RUNNER_IMAGE = 'ptah.local/ptah-runner:demo';
+const COORDINATION_NAMESPACE = 'ptah-system';
+const LEADER_LEASE = 'ptah-operator-leader';
+
+/** Thrown from a probe to stop waiting at once: what was awaited can no longer happen. */
+export class WaitAborted extends Error {
+  override readonly name = 'WaitAborted';
+}
+
+/**
+ * Polls until `probe` returns a value; on timeout the error names what was awaited and the last failure.
+ * Other errors from the probe count as "not yet" (an API server hiccup), except WaitAborted.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  intervalMs = 300,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      if (error instanceof WaitAborted) throw error;
+      last = error instanceof Error ? error.message.split('\n')[0]!.slice(0, 200) : String(error);
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? ` (last error: ${last})` : ''}`,
+      );
+    }
+    await sleep(intervalMs);
+  }
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof k8s.ApiException && error.code === 409;
+}
+
+/** Creates every document of a manifest; one that already exists is left as it is. */
+async function createManifest(admin: k8s.KubeConfig, file: string): Promise<string[]> {
+  const client = k8s.KubernetesObjectApi.makeApiClient(admin);
+  const created: string[] = [];
+  for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+    const object = doc.toJSON() as k8s.KubernetesObject | null;
+    if (!object) continue;
+    try {
+      await client.create(object);
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+    created.push(`${object.kind}/${object.metadata?.name}`);
+  }
+  return created;
+}
+
+async function installCrds(admin: k8s.KubeConfig): Promise<void> {
+  const dir = join(ROOT, 'deploy/crds');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+  const names: string[] = [];
+  for (const f of files) {
+    await createManifest(admin, join(dir, f));
+    names.push(f.replace(/\.yaml$/, ''));
+  }
+  const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
+  for (const name of names) {
+    await waitFor(
+      `CRD ${name} to be Established`,
+      async () => {
+        const crd = await ext.readCustomResourceDefinition({ name });
+        return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
+          ? true
+          : undefined;
+      },
+      30_000,
+    );
+  }
+  console.log(`install: CRDs established: ${names.join(', ')}`);
+}
+
+/** What each person may do in the namespace: the user manages schemas, the approver only approves. */
+async function installPeopleRoles(admin: k8s.KubeConfig, description: EnvironmentDescription): Promise<void> {
+  const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const namespace = description.testNamespace;
+  const grant = async (name: string, user: string, rules: k8s.V1PolicyRule[]): Promise<void> => {
+    try {
+      await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+        },
+      });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+    }
+  };
+  await grant('ptah-demo-schema-owner', description.identities.user, [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+    {
+      apiGroups: [API_GROUP],
+      resources: ['ptahschemas'],
+      verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'],
+    },
+    { apiGroups: [API_GROUP], resources: ['ptahschemaplans', 'ptahschemaapprovals'], verbs: ['get', 'list'] },
+  ]);
+  await grant('ptah-demo-approver', description.identities.approver, [
+    { apiGroups: [API_GROUP], resources: ['ptahschemas', 'ptahschemaplans'], verbs: ['get', 'list'] },
+    { apiGroups: [API_GROUP], resources: ['ptahschemaapprovals'], verbs: ['create', 'get', 'list'] },
+  ]);
+  console.log(
+    `install: ${description.identities.user} may manage PtahSchemas and create Secrets in ${namespace}; ` +
+      `${description.identities.approver} may read them and create PtahSchemaApprovals`,
+  );
+}
+
+/** Points both approval webhooks at the manager's port, replacing registrations left from an earlier run. */
+async function registerWebhooks(admin: k8s.KubeConfig, port: number, caFile: string): Promise<void> {
+  const caBundle = readFileSync(caFile).toString('base64');
+  const hook = (name: string, path: string) => ({
+    name: `${name}.${API_GROUP}`,
+    clientConfig: { url: `https://127.0.0.1:${port}${path}`, caBundle },
+    rules: [
+      {
+        apiGroups: [API_GROUP],
+        apiVersions: [API_VERSION],
+        resources: ['ptahschemaapprovals'],
+        operations: ['CREATE' as const],
+        scope: 'Namespaced',
+      },
+    ],
+    failurePolicy: 'Fail',
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+    timeoutSeconds: 10,
+  });
+  const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const ignoreMissing = (error: unknown) => {
+    if (!(error instanceof k8s.ApiException && error.code === 404)) throw error;
+  };
+  await reg.deleteMutatingWebhookConfiguration({ name: 'ptah-mapproval' }).catch(ignoreMissing);
+  await reg.deleteValidatingWebhookConfiguration({ name: 'ptah-vapproval' }).catch(ignoreMissing);
+  await reg.createMutatingWebhookConfiguration({
+    body: {
+      metadata: { name: 'ptah-mapproval' },
+      webhooks: [{ ...hook('mapproval', WEBHOOK_PATHS.mapproval), reinvocationPolicy: 'Never' }],
+    },
+  });
+  await reg.createValidatingWebhookConfiguration({
+    body: { metadata: { name: 'ptah-vapproval' }, webhooks: [hook('vapproval', WEBHOOK_PATHS.vapproval)] },
+  });
+  console.log(
+    `install: approval webhooks registered (mutating ${WEBHOOK_PATHS.mapproval}, validating ${WEBHOOK_PATHS.vapproval}) -> 127.0.0.1:${port}`,
+  );
+}
+
+/** The runner image: this checkout's ptah-runner under the Node running the demo. */
+function registerRunnerImage(description: EnvironmentDescription): void {
+  const map = JSON.parse(readFileSync(description.imageMapFile, 'utf8')) as {
+    images: Record<string, unknown>;
+  };
+  map.images[DEMO_RUNNER_IMAGE] = {
+    entrypoint: [process.execPath, join(ROOT, 'bin/ptah-runner.mjs')],
+    env: { TMPDIR: '/ptah/work', HOME: '/ptah/work' },
+  };
+  writeFileSync(description.imageMapFile, JSON.stringify(map, null, 2) + '\n');
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+export interface InstalledOperator {
+  readonly manager: ManagedProcess;
+  readonly logFile: string;
+}
+
+/**
+ * Installs everything and starts the manager; resolves once it serves the webhooks and holds the leader
+ * Lease. The manager is stopped again if it does not get there.
+ */
+export async function installOperator(
+  description: EnvironmentDescription,
+  runId: string,
+): Promise<InstalledOperator> {
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(description.kubeconfigs.admin);
+  await installCrds(admin);
+  const rbac = await createManifest(admin, join(ROOT, 'deploy/rbac/manager.yaml'));
+  console.log(`install: manager RBAC from deploy/rbac/manager.yaml: ${rbac.join(', ')}`);
+  await installPeopleRoles(admin, description);
+  registerRunnerImage(description);
+
+  const dir = join(description.dir, 'demo-operator');
+  mkdirSync(dir, { recursive: true });
+  const ca = createCertificateAuthority(dir, `webhook-ca-${runId}`, 'ptah-demo-webhook-ca');
+  const serving = issueCertificate(dir, ca, {
+    name: `webhook-${runId}`,
+    commonName: 'ptah-webhook',
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  const port = await freePort();
+  await registerWebhooks(admin, port, ca.certFile);
+
+  const logFile = join(dir, `manager-${runId}.log`);
+  const identity = `demo-manager-${runId}`;
+  if (!existsSync(description.kubeconfigs.manager)) {
+    throw new Error(`the manager kubeconfig ${description.kubeconfigs.manager} does not exist`);
+  }
+  const manager = startProcess(
+    'ptah-operator',
+    process.execPath,
+    [join(ROOT, 'bin/ptah-operator.mjs')],
+    logFile,
+    {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        KUBECONFIG: description.kubeconfigs.manager,
+        PTAH_COORDINATION_NAMESPACE: COORDINATION_NAMESPACE,
+        PTAH_RUNNER_IMAGE: DEMO_RUNNER_IMAGE,
+        PTAH_MANAGER_IDENTITY: identity,
+        PTAH_LEADER_LEASE_SECONDS: '10',
+        PTAH_WEBHOOK_CERT_FILE: serving.certFile,
+        PTAH_WEBHOOK_KEY_FILE: serving.keyFile,
+        PTAH_WEBHOOK_PORT: String(port),
+      },
+    },
+  );
+  console.log(
+    `install: manager started (pid ${manager.pid}) as ${description.identities.manager}; logs: ${logFile}`,
+  );
+  try {
+    const coordination = admin.makeApiClient(k8s.CoordinationV1Api);
+    await waitFor(
+      'the manager to serve its webhooks and hold the leader Lease',
+      async () => {
+        if (manager.exited()) throw new WaitAborted(`the manager exited during start-up; see ${logFile}`);
+        if (!(await portOpen(port))) return undefined;
+        const lease = await coordination.readNamespacedLease({
+          namespace: COORDINATION_NAMESPACE,
+          name: LEADER_LEASE,
+        });
+        return lease.spec?.holderIdentity === identity ? true : undefined;
+      },
+      60_000,
+    );
+  } catch (error) {
+    await manager.stop(5_000);
+    throw error;
+  }
+  console.log(
+    `install: manager is the leader (Lease ${COORDINATION_NAMESPACE}/${LEADER_LEASE}) and serves admission`,
+  );
+  return { manager, logFile };
+}
