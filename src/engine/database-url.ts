@@ -12,6 +12,11 @@ export interface ParsedDatabaseUrl {
   readonly redacted: string;
   /** Host, port and database only: a credential-free identity of the target. */
   readonly identity: string;
+  /** Lower-cased host name, the port (the dialect's default when the URL names none), database and user, decoded. */
+  readonly host: string;
+  readonly port: string;
+  readonly database: string;
+  readonly user: string;
 }
 
 export class DatabaseUrlError extends Error {
@@ -49,14 +54,39 @@ export function parseDatabaseUrl(raw: string): ParsedDatabaseUrl {
       `the database URL scheme "${scheme}" is not supported; use postgres:// or mysql:// (or mariadb://)`,
     );
   }
-  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  // Every part a driver decodes is decoded here first, so a bad escape is refused by name before anything
+  // connects; the password is checked and never kept.
+  const database = decodeUrlPart(u.pathname.replace(/^\//, ''), 'database name');
+  const user = decodeUrlPart(u.username, 'user name');
+  decodeUrlPart(u.password, 'password');
   const defaultPort = dialect === 'postgres' ? '5432' : '3306';
-  const identity = `${dialect}://${u.hostname}:${u.port || defaultPort}/${database}`;
+  const port = u.port || defaultPort;
+  const identity = `${dialect}://${u.hostname}:${port}/${database}`;
   const safe = new URL(u.href);
   safe.username = '';
   safe.password = '';
   safe.search = '';
-  return { dialect, url: raw, redacted: safe.href, identity };
+  return {
+    dialect,
+    url: raw,
+    redacted: safe.href,
+    identity,
+    host: u.hostname.toLowerCase(),
+    port,
+    database,
+    user,
+  };
+}
+
+function decodeUrlPart(text: string, part: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    // Never echo the part: the user name and password are credentials.
+    throw new DatabaseUrlError(
+      `the ${part} in the database URL has an invalid percent-escape; write a reserved character as %XX (e.g. @ as %40)`,
+    );
+  }
 }
 
 /** Removes every credential-looking part of a text: URL user info and the literal secrets given. */

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
+import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
 import { isSha256Digest } from '../api/digest.ts';
 import { RUNNER_PROTOCOL_VERSION } from './result.ts';
 
@@ -154,10 +154,11 @@ function compileRun(
   let dialect: Dialect;
   try {
     dialect = parseDatabaseUrl(databaseUrl).dialect;
-  } catch {
+  } catch (error) {
+    // DatabaseUrlError messages never echo the URL; they say which part is wrong.
     throw new RunnerOptionsError(
       'PTAH_DB_URL',
-      'not a postgres:// or mysql:// URL',
+      error instanceof DatabaseUrlError ? error.message : 'not a postgres:// or mysql:// URL',
       'fix the URL in the target Secret',
     );
   }

@@ -9,14 +9,12 @@ import type { TargetReport } from './result.ts';
 
 export function targetReport(databaseUrl: string): TargetReport {
   const parsed = parseDatabaseUrl(databaseUrl);
-  const u = new URL(databaseUrl);
-  const defaultPort = parsed.dialect === 'postgres' ? '5432' : '3306';
   const identityDigest = canonicalDigest({
     dialect: parsed.dialect,
-    host: u.hostname.toLowerCase(),
-    port: u.port === '' ? defaultPort : u.port,
-    database: decodeURIComponent(u.pathname.replace(/^\//, '')),
-    user: decodeURIComponent(u.username),
+    host: parsed.host,
+    port: parsed.port,
+    database: parsed.database,
+    user: parsed.user,
   });
   return { dialect: parsed.dialect, identityDigest };
 }

@@ -537,6 +537,22 @@ describe('runner: options', () => {
     assert.equal(r.calls.length, 0);
   });
 
+  it('a URL with a bad percent-escape in its user info is refused naming the part, never reported uncertain', async () => {
+    const r = await run(
+      'apply',
+      {},
+      {
+        PTAH_DB_URL: `postgres://%zz:${PASSWORD}@127.0.0.1:5432/orders`,
+        PTAH_EXPECTED_PLAN_CONTENT_DIGEST: 'sha256:' + 'd'.repeat(64),
+      },
+    );
+    assert.equal(r.exitCode, 2);
+    assert.equal(r.result?.outcome, 'refused');
+    assert.equal(r.calls.length, 0);
+    assert.match(r.stderr, /PTAH_DB_URL: the user name in the database URL has an invalid percent-escape/);
+    assert.ok(!(r.stdout + r.stderr + r.termination).includes(PASSWORD));
+  });
+
   it('an engine mismatch is refused', async () => {
     const r = await run('plan', {}, { PTAH_EXPECTED_DATABASE_ENGINE: 'mysql' });
     assert.equal(r.result?.error?.code, 'engine_mismatch');
