@@ -4,9 +4,16 @@
  * schema is waiting on: schema name and UID, plan name and UID, and fingerprint. The manager checks all of
  * this again before an Apply; admission makes a wrong approval fail where the person can see why.
  */
-import type { PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
+import type { Approver, PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
 import type { ApprovalSubjects } from './approval-subjects.ts';
-import { allowed, denied, errored, type AdmissionDecision, type AdmissionRequest } from './review.ts';
+import {
+  allowed,
+  denied,
+  errored,
+  type AdmissionDecision,
+  type AdmissionRequest,
+  type AdmissionUserInfo,
+} from './review.ts';
 
 export function validateApproval(subjects: ApprovalSubjects) {
   return async (request: AdmissionRequest): Promise<AdmissionDecision> => {
@@ -23,6 +30,13 @@ export function validateApproval(subjects: ApprovalSubjects) {
     ) {
       // mapproval did not run: an unstamped approval carries no trustworthy identity.
       return denied('the approval is not stamped by admission; is the mapproval webhook registered?');
+    }
+    if (!stampedFrom(spec.approver, request.userInfo)) {
+      // mapproval stamps exactly the requesting identity, so a mismatch means the client wrote it: a
+      // mutating webhook that is missing or failed open must not let a typed approver through.
+      return denied(
+        'the approver recorded is not the user making this request; the approval must be stamped by the mapproval webhook',
+      );
     }
 
     let schema;
@@ -65,4 +79,16 @@ export function validateApproval(subjects: ApprovalSubjects) {
     }
     return allowed();
   };
+}
+
+/** The approver is exactly what mapproval builds from this request's identity: username, uid and groups. */
+function stampedFrom(approver: Approver, user: AdmissionUserInfo): boolean {
+  const groups = user.groups ?? [];
+  const recorded = approver.groups ?? [];
+  return (
+    approver.username === user.username &&
+    (approver.uid ?? '') === (user.uid ?? '') &&
+    recorded.length === groups.length &&
+    recorded.every((g, i) => g === groups[i])
+  );
 }

@@ -204,6 +204,14 @@ describe('vapproval', () => {
       why: /another PtahSchema/,
     },
     {
+      name: 'an approver typed by the client (mapproval did not run)',
+      s: schema(current),
+      p: plan(),
+      a: stamped({ approver: { username: 'ceo@example.com', groups: ['system:masters'] } }),
+      ok: false,
+      why: /not the user making this request/,
+    },
+    {
       name: 'an unstamped approval',
       s: schema(current),
       p: plan(),
