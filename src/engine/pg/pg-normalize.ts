@@ -261,8 +261,12 @@ export function quoteQualified(schema: string, name: string): string {
 }
 
 export function quoteLiteral(value: string): string {
-  // E'' is not needed: standard_conforming_strings is on in every supported server.
-  return `'${value.replace(/'/g, "''")}'`;
+  // A database or role may still set standard_conforming_strings off, and then a backslash in a plain
+  // literal escapes the closing quote: a value (declared, or read from a live row) could end the literal
+  // and run as SQL. An E'' literal reads the same under either setting, so a value with a backslash gets
+  // one, as PostgreSQL's own quote_literal() does.
+  const quoted = value.replace(/'/g, "''");
+  return value.includes('\\') ? `E'${quoted.replace(/\\/g, '\\\\')}'` : `'${quoted}'`;
 }
 
 /** The SQL spelling of a type, quoting user-defined names. */

@@ -59,6 +59,20 @@ describe('diff', () => {
   });
 });
 
+describe('literals', () => {
+  test('a value with a backslash is an E-literal, so standard_conforming_strings=off cannot end it early', async () => {
+    const table = 'CREATE TABLE t (id int PRIMARY KEY, v text);';
+    const out = plan(
+      await load(table),
+      await load(String.raw`${table} INSERT INTO t VALUES (1, '\''; DROP TABLE t; --'), (2, 'it''s');`),
+    );
+    assert.deepEqual(out, [
+      String.raw`INSERT INTO "public"."t" ("id", "v") VALUES ('1', E'\\''; DROP TABLE t; --')`,
+      `INSERT INTO "public"."t" ("id", "v") VALUES ('2', 'it''s')`,
+    ]);
+  });
+});
+
 describe('classification', () => {
   const col = (name: string, mods = ''): Column => ({
     kind: 'Column',
