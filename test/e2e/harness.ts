@@ -264,6 +264,7 @@ export async function createSchema(
     key?: string;
     files?: string[];
     policy?: Record<string, unknown>;
+    interval?: string;
   },
 ): Promise<PtahSchema> {
   return (await e2e.objects.createNamespacedCustomObject({
@@ -285,7 +286,7 @@ export async function createSchema(
           },
         },
         policy: options.policy ?? {},
-        interval: '10m',
+        interval: options.interval ?? '10m',
         execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 120 },
       },
     },

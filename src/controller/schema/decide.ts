@@ -16,6 +16,7 @@ import { policyFingerprint } from '../../api/fingerprint.ts';
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import type { ExecutionBinding, JournalEntry } from '../../api/ptah-schema.ts';
 import { recordJournalEntry } from '../journal/journal.ts';
+import { readRequest, readRequestPending } from '../../api/read-request.ts';
 import type {
   ApprovalView,
   Claim,
@@ -59,6 +60,8 @@ export interface DecideInput {
    * recorded: somebody else held it in between. Whatever the Job produced is discarded, never read.
    */
   readonly leaseContinuityLost?: boolean;
+  /** The operator.ptah.run/read-requested-at annotation: a person asks for a read now. */
+  readonly readRequestedAt?: string;
 }
 
 export type PreAction = { readonly kind: 'acquireLease'; readonly durationSeconds: number };
@@ -203,6 +206,18 @@ function handleIdle(b: Builder, input: DecideInput): void {
   const spec = schema.spec;
   const st = b.status;
 
+  // A value that is not an instant starts nothing; recording it answered reports it once, not every pass.
+  const request = pendingReadRequest(input);
+  if (request !== undefined && !request.valid) {
+    st.lastReadRequest = request.recorded;
+    b.event(
+      'Warning',
+      'ReadRequestInvalid',
+      `annotation operator.ptah.run/read-requested-at value ${JSON.stringify(request.recorded)} is not an RFC 3339 instant; nothing was started`,
+    );
+  }
+  const readRequested = request !== undefined && request.valid;
+
   if (spec.suspend) {
     setPhase(b, 'Suspended');
     b.cond('Suspended', 'True', 'Suspended', 'spec.suspend is set; no new Job starts');
@@ -269,8 +284,24 @@ function handleIdle(b: Builder, input: DecideInput): void {
     Date.parse(st.nextReconciliationTime) <= now.getTime();
   const phase = st.phase;
 
+  // A Failed resource keeps its retry delay: the request is answered when the retry starts its read.
   if (phase === 'Failed' && !due) {
     b.requeueAt(st.nextReconciliationTime);
+    return;
+  }
+
+  // A settled resource answers a read request by making its next read due now; the next pass starts it as
+  // the interval would have, so a waiting plan is kept unless that reading retires it, and an approval that
+  // arrived meanwhile waits for the fresh reading rather than racing it.
+  if (readRequested && !due && SETTLED_PHASES.has(phase)) {
+    st.lastReadRequest = request.recorded;
+    st.nextReconciliationTime = b.now;
+    b.event(
+      'Normal',
+      'ReadRequested',
+      `read requested at ${request.recorded}: the database is read again now`,
+    );
+    b.requeue(0);
     return;
   }
 
@@ -320,8 +351,32 @@ function handleIdle(b: Builder, input: DecideInput): void {
     return;
   }
 
-  // Every refresh reads the database afresh: Observe, then Plan.
+  // Every refresh reads the database afresh: Observe, then Plan. A read that starts now answers a request
+  // made before it (a Failed resource's retry, a first read, a refresh that was due anyway).
+  if (readRequested) {
+    st.lastReadRequest = request.recorded;
+    b.event('Normal', 'ReadRequested', `read requested at ${request.recorded}: the read starts now`);
+  }
   claimOperation(b, input, 'Observe', {});
+}
+
+/** The phases a read request moves the next read of; anything else answers it when its own read starts. */
+const SETTLED_PHASES: ReadonlySet<Phase | undefined> = new Set<Phase>([
+  'InSync',
+  'Blocked',
+  'ReadyToApply',
+  'AwaitingApproval',
+]);
+
+/**
+ * The read request status has not recorded as answered, if any. Only asked when no operation is running:
+ * a read already under way may have read the database before the change the request is about.
+ */
+function pendingReadRequest(input: DecideInput): ReturnType<typeof readRequest> | undefined {
+  const value = input.readRequestedAt;
+  if (value === undefined || !readRequestPending(value, input.schema.status.lastReadRequest))
+    return undefined;
+  return readRequest(value);
 }
 
 type Authorisation =

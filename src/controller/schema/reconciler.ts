@@ -17,7 +17,7 @@ import {
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
-import { LABELS } from '../../api/meta.ts';
+import { LABELS, READ_REQUESTED_ANNOTATION } from '../../api/meta.ts';
 import {
   canonicalEngine,
   type ExecutionBinding,
@@ -73,9 +73,11 @@ export class SchemaReconciler {
       ? realmDigest({ engine, namespace: view.namespace, coordinationKey: view.spec.coordinationKey })
       : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
 
+    const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
     const input: DecideInput = {
       now,
       schema: view,
+      ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
       engineSupported: engine !== undefined,
       ...(engine !== undefined ? { engine } : {}),
       realmConflict:

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { RunnerResult } from '../../../../src/runner/result.ts';
 import { decide, type DecideInput, type Decision } from '../../../../src/controller/schema/decide.ts';
@@ -537,5 +538,204 @@ describe('schema lifecycle decision', () => {
     assert.notEqual(lost.status.phase, 'InSync', 'the no-change answer is not believed');
     assert.equal(lost.status.claim, undefined);
     assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
+  });
+
+  describe('read requests (operator.ptah.run/read-requested-at)', () => {
+    const REQ = '2026-01-01T00:01:00Z';
+    const AT = T0 + 60_000;
+    const reasons = (d: Decision) => d.events.map((e) => e.reason);
+    const mutating = (d: Decision) =>
+      d.status.claim?.type === 'Apply' ||
+      d.post.some((a) => a.kind === 'createJob' || a.kind === 'consumeApproval');
+
+    function toInSync(): SchemaView {
+      let s = schema(decide(input(schema({}), T0)).status);
+      const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+      s = schema(d.status);
+      return schema(runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: noChanges })).status);
+    }
+
+    const settled: [string, () => SchemaView][] = [
+      ['InSync', toInSync],
+      ['Blocked', () => toAwaitingApproval({ apply: 'Never' })],
+      ['ReadyToApply', () => toAwaitingApproval({ apply: 'Always' })],
+      ['AwaitingApproval', () => toAwaitingApproval({ apply: 'OnApproval' })],
+    ];
+    for (const [phase, reach] of settled) {
+      it(`in ${phase}: recorded, next read due now, ReadRequested, and the next pass reads (never applies)`, () => {
+        const s = reach();
+        assert.equal(s.status.phase, phase);
+        const extra = { readRequestedAt: REQ, approvals: [approval()], planCheck: { ok: true } as const };
+        const answer = decide(input(s, AT, extra));
+        assert.equal(answer.status.lastReadRequest, REQ);
+        assert.equal(answer.status.nextReconciliationTime, new Date(AT).toISOString());
+        assert.deepEqual(reasons(answer), ['ReadRequested']);
+        assert.equal(answer.status.claim, undefined, 'the answer starts nothing itself');
+        assert.ok(!mutating(answer), 'an exact approval does not turn the answer into an Apply');
+        assert.equal(answer.requeueAfterMs, 0);
+        assert.equal(answer.status.phase, phase);
+        assert.deepEqual(answer.status.plan, s.status.plan, 'a waiting plan is kept');
+
+        const next = decide(input(schema(answer.status, s.spec), AT + 1000, extra));
+        assert.equal(next.status.claim?.type, 'Observe', 'the read the interval would have started');
+        assert.ok(!mutating(next));
+        assert.ok(!reasons(next).includes('ReadRequested'), 'answered once');
+        assert.deepEqual(next.status.plan, s.status.plan);
+      });
+    }
+
+    it('without the annotation, or with the value already answered, a settled resource waits for its interval', () => {
+      const s = toInSync();
+      const none = decide(input(s, AT));
+      assert.equal(none.status.claim, undefined);
+      assert.equal(none.status.lastReadRequest, undefined);
+      assert.deepEqual(none.events, []);
+      const answered = schema({ ...s.status, lastReadRequest: REQ });
+      const same = decide(input(answered, AT, { readRequestedAt: REQ }));
+      assert.equal(same.status.claim, undefined);
+      assert.deepEqual(same.events, []);
+      assert.equal(same.status.nextReconciliationTime, s.status.nextReconciliationTime);
+      const newer = decide(input(answered, AT, { readRequestedAt: '2026-01-01T00:02:00Z' }));
+      assert.equal(newer.status.lastReadRequest, '2026-01-01T00:02:00Z', 'a new value is a new request');
+      assert.deepEqual(reasons(newer), ['ReadRequested']);
+    });
+
+    it('a waiting plan survives the read when the reading gives the same plan, and is retired by a different one', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const answered = decide(input(s, AT, { readRequestedAt: REQ, planCheck: { ok: true } })).status;
+      let p = schema(
+        decide(input(schema(answered, s.spec), AT + 1000, { readRequestedAt: REQ })).status,
+        s.spec,
+      );
+      let d = runClaim(p, AT + 1000, result(p.status.claim!, 'succeeded', { drift }), {
+        readRequestedAt: REQ,
+      });
+      p = schema(d.status, s.spec);
+      const same = runClaim(p, AT + 3000, result(p.status.claim!, 'succeeded', { plan: changes }), {
+        published: { plan: publishedPlan() },
+        readRequestedAt: REQ,
+      });
+      assert.equal(same.status.phase, 'AwaitingApproval');
+      assert.equal(same.status.plan?.uid, 'plan-uid-1', 'kept');
+      assert.ok(!same.post.some((a) => a.kind === 'staleApprovals'), 'its approvals stay valid');
+      assert.ok(!reasons(same).includes('PlanPublished'));
+      const other = runClaim(p, AT + 3000, result(p.status.claim!, 'succeeded', { plan: changes }), {
+        published: { plan: publishedPlan(false, '2') },
+        readRequestedAt: REQ,
+      });
+      assert.equal(other.status.plan?.uid, 'plan-uid-2', 'the new reading retires the old plan');
+      assert.ok(other.post.some((a) => a.kind === 'staleApprovals' && a.exceptPlanUID === 'plan-uid-2'));
+      d = runClaim(p, AT + 3000, result(p.status.claim!, 'succeeded', { plan: noChanges }), {
+        readRequestedAt: REQ,
+      });
+      assert.equal(d.status.phase, 'InSync');
+      assert.equal(d.status.plan, undefined, 'a database that now matches retires it too');
+    });
+
+    it('a read already under way does not answer it; the read that starts after it does', () => {
+      const s = toInSync();
+      // The interval starts a refresh; the request arrives while it runs.
+      let p = schema(decide(input(s, T0 + 700_000)).status);
+      assert.equal(p.status.claim?.type, 'Observe');
+      const running = decide(
+        input(p, T0 + 701_000, { readRequestedAt: REQ, job: { state: 'running', uid: 'j' } }),
+      );
+      assert.equal(running.status.lastReadRequest, undefined);
+      assert.deepEqual(reasons(running), []);
+      let d = runClaim(p, T0 + 702_000, result(p.status.claim!, 'succeeded', { drift }), {
+        readRequestedAt: REQ,
+      });
+      p = schema(d.status);
+      d = runClaim(p, T0 + 704_000, result(p.status.claim!, 'succeeded', { plan: noChanges }), {
+        readRequestedAt: REQ,
+      });
+      assert.equal(d.status.phase, 'InSync');
+      assert.equal(d.status.lastReadRequest, undefined, 'the chain that was under way answers nothing');
+      assert.ok(!reasons(d).includes('ReadRequested'));
+      const after = decide(input(schema(d.status), T0 + 706_000, { readRequestedAt: REQ }));
+      assert.equal(after.status.lastReadRequest, REQ);
+      assert.equal(after.status.nextReconciliationTime, new Date(T0 + 706_000).toISOString());
+    });
+
+    it('a Failed resource keeps its retry delay and answers when its retry starts', () => {
+      const s = schema(decide(input(schema({}), T0)).status);
+      const failed = schema(
+        runClaim(s, T0, result(s.status.claim!, 'failed', {}, 'connection_failed')).status,
+      );
+      assert.equal(failed.status.phase, 'Failed');
+      const early = decide(input(failed, T0 + 10_000, { readRequestedAt: REQ }));
+      assert.equal(early.status.claim, undefined);
+      assert.equal(early.status.lastReadRequest, undefined);
+      assert.equal(early.status.nextReconciliationTime, failed.status.nextReconciliationTime);
+      assert.ok(early.requeueAfterMs! > 15_000, 'the retry delay is not shortened');
+      const retry = decide(input(failed, T0 + 40_000, { readRequestedAt: REQ }));
+      assert.equal(retry.status.claim?.type, 'Observe');
+      assert.equal(retry.status.lastReadRequest, REQ);
+      assert.deepEqual(reasons(retry), ['ReadRequested']);
+    });
+
+    it('a suspended resource starts nothing for a request', () => {
+      const sp = spec({ suspend: true });
+      const s = schema(decide(input(schema({}, sp), T0)).status, sp);
+      const d = decide(input(s, AT, { readRequestedAt: REQ }));
+      assert.equal(d.status.claim, undefined);
+      assert.equal(d.status.lastReadRequest, undefined);
+    });
+
+    const invalid: [string, string][] = [
+      ['a word', 'now'],
+      ['a date without a time', '2026-01-01'],
+      ['a time without an offset', '2026-01-01T00:01:00'],
+      ['an empty value', ''],
+    ];
+    for (const [what, value] of invalid) {
+      it(`${what} starts nothing and is reported once with ReadRequestInvalid`, () => {
+        const s = toInSync();
+        const d = decide(input(s, AT, { readRequestedAt: value }));
+        assert.equal(d.status.claim, undefined);
+        assert.equal(d.status.lastReadRequest, value);
+        assert.equal(d.status.nextReconciliationTime, s.status.nextReconciliationTime, 'nothing moves');
+        assert.deepEqual(
+          d.events.map((e) => [e.type, e.reason]),
+          [['Warning', 'ReadRequestInvalid']],
+        );
+        assert.ok(d.events[0]!.message.includes(JSON.stringify(value)), 'the event names the value');
+        const again = decide(input(schema(d.status), AT + 1000, { readRequestedAt: value }));
+        assert.deepEqual(again.events, []);
+        assert.deepEqual(again.status, d.status);
+      });
+    }
+
+    it('an invalid value waits for a running operation to end, then is answered even when Failed', () => {
+      const p = schema(decide(input(schema({}), T0)).status);
+      const running = decide(input(p, AT, { readRequestedAt: 'now', job: { state: 'running', uid: 'j' } }));
+      assert.equal(running.status.lastReadRequest, undefined);
+      const failed = schema(
+        runClaim(p, T0, result(p.status.claim!, 'failed', {}, 'connection_failed')).status,
+      );
+      const d = decide(input(failed, T0 + 2000, { readRequestedAt: 'now' }));
+      assert.equal(d.status.lastReadRequest, 'now');
+      assert.equal(d.status.claim, undefined, 'nor does it shorten the retry');
+    });
+
+    const sha = (v: string) => `sha256:${createHash('sha256').update(v).digest('hex')}`;
+    const long: [string, string, string, string][] = [
+      ['64 bytes kept as is', 'x'.repeat(64), 'x'.repeat(64), 'ReadRequestInvalid'],
+      ['65 bytes, invalid', 'x'.repeat(65), sha('x'.repeat(65)), 'ReadRequestInvalid'],
+      ['a valid instant of 80 bytes', `2026-01-01T00:01:00.${'0'.repeat(59)}Z`, '', 'ReadRequested'],
+    ];
+    for (const [what, value, expected, reason] of long) {
+      it(`records ${what}: ${reason}`, () => {
+        const s = toInSync();
+        const d = decide(input(s, AT, { readRequestedAt: value }));
+        const recorded = expected === '' ? sha(value) : expected;
+        assert.equal(d.status.lastReadRequest, recorded);
+        assert.ok(Buffer.byteLength(d.status.lastReadRequest!) <= 71);
+        assert.deepEqual(reasons(d), [reason]);
+        if (value.length > 64) assert.ok(!d.events[0]!.message.includes(value), 'the event names the digest');
+        const again = decide(input(schema(d.status), AT + 1, { readRequestedAt: value }));
+        assert.ok(!reasons(again).includes(reason), 'the digest is recognised as answered');
+      });
+    }
   });
 });
