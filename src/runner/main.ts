@@ -59,6 +59,8 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
   let terminationPath = env['PTAH_TERMINATION_MESSAGE_PATH'] || '/dev/termination-log';
   let target: TargetReport | undefined;
   const truncation = { stdoutBytesDropped: 0, stderrBytesDropped: 0 };
+  // Set just before a ptah child is spawned: until then a runner error cannot have changed the database.
+  const progress = { childStarted: false };
 
   try {
     const options = compileRunnerOptions(argv, env, startedAt);
@@ -69,7 +71,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
       report = checkSnapshot(options, say);
     } else {
       target = targetReport(options.databaseUrl);
-      report = await runOperation(options, env, redactor, io, say, truncation);
+      report = await runOperation(options, env, redactor, io, say, truncation, progress);
     }
   } catch (error) {
     operation ??= guessOperation(argv, env);
@@ -83,10 +85,10 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
         error: { code: error.code, message: redactor.redact(error.message) },
       };
     } else {
-      // A runner bug. For a mutating operation the child may have run: say so, never guess otherwise.
+      // A runner bug. Once a mutating child has started it may have run: say so, never guess otherwise.
       const message = redactor.redact(error instanceof Error ? error.message : String(error)).slice(0, 300);
       say(`internal error: ${message}`);
-      const mutating = operation === 'apply';
+      const mutating = operation === 'apply' && progress.childStarted;
       report = {
         outcome: mutating ? 'uncertain' : 'failed',
         exitCode: mutating ? RUNNER_EXIT.uncertain : RUNNER_EXIT.failed,
@@ -140,6 +142,7 @@ async function runOperation(
   io: RunnerIo,
   say: (line: string) => void,
   truncation: { stdoutBytesDropped: number; stderrBytesDropped: number },
+  progress: { childStarted: boolean },
 ): Promise<OperationReport> {
   let stderrBudget = options.maxOutputBytes;
   const ctx: OperationContext = {
@@ -158,6 +161,7 @@ async function runOperation(
       const env: Record<string, string> = { ...options.childSettings, PTAH_DB_URL: options.databaseUrl };
       if (limits.devUrl === true && options.devUrl !== undefined) env['PTAH_DEV_DB_URL'] = options.devUrl;
       say(`running ptah ${args.join(' ')}`);
+      progress.childStarted = true;
       const child: ChildResult = await runChild(
         {
           ptah: options.ptah,

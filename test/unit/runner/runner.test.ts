@@ -461,6 +461,21 @@ describe('runner: Apply', () => {
     assert.match(r.result?.error?.message ?? '', /001\.plan is missing/);
   });
 
+  it('a runner error before ptah starts is failed, not uncertain: nothing could have changed', async () => {
+    const broken = await run(
+      'apply',
+      { apply: { exit: 0 } },
+      {
+        PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC),
+        PTAH_WORK_DIR: join(tmpdir(), 'ptah-no-such-dir', 'x'),
+      },
+      chunks(parts),
+    );
+    assert.equal(broken.calls.length, 0);
+    assert.equal(broken.result?.outcome, 'failed');
+    assert.equal(broken.exitCode, 1);
+  });
+
   it('an Apply without an expected digest is refused by the options', async () => {
     const r = await run('apply', { apply: { exit: 0 } });
     assert.equal(r.exitCode, 2);
