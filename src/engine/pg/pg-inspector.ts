@@ -9,7 +9,9 @@ import type { RowRequest, Session } from '../dialect.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 
-const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'`;
+// left() rather than LIKE 'pg\\_%': the escape in that pattern depends on standard_conforming_strings, and a
+// database that turns it off would have every schema whose name starts with "pg" silently skipped.
+const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND left(n.nspname, 3) <> 'pg_'`;
 const NOT_EXTENSION_MEMBER = (cls: string, oid: string) =>
   `NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '${cls}'::regclass AND dx.objid = ${oid} AND dx.deptype = 'e')`;
 

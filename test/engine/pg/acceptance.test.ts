@@ -309,4 +309,16 @@ describe('schema engine acceptance (postgres)', () => {
     assert.equal(a.roundTrips, b.roundTrips);
     assert.equal(a.roundTrips, dialect.catalogQueryCount + 2, 'catalog queries plus BEGIN and COMMIT');
   });
+
+  test('a schema whose name starts with "pg" is inspected even with standard_conforming_strings off', async () => {
+    const url = await fresh();
+    const db = new URL(url).pathname.slice(1);
+    await sql(url, `ALTER DATABASE ${db} SET standard_conforming_strings = off`);
+    await sql(url, 'CREATE SCHEMA pgapp; CREATE TABLE pgapp.accounts (id int PRIMARY KEY)');
+    const seen = await inspect(url, dialect);
+    assert.deepEqual(
+      seen.model.tables.map((t) => `${t.schema}.${t.name}`),
+      ['pgapp.accounts'],
+    );
+  });
 });
