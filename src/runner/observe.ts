@@ -63,7 +63,10 @@ export function summarise(report: Record<string, unknown>, reportDigest: string)
   const counts = new Map<string, number>();
   let highest = 'none';
   const raise = (severity: unknown) => {
-    const s = typeof severity === 'string' ? severity.toLowerCase() : 'unknown';
+    // A severity outside the known set is kept as the word 'unknown' (ranked above all others), never as
+    // the child's own text: whatever reaches the frame must be a fixed vocabulary.
+    const lower = typeof severity === 'string' ? severity.toLowerCase() : '';
+    const s = SEVERITY_ORDER.includes(lower) ? lower : 'unknown';
     if (rank(s) > rank(highest)) highest = s;
   };
   const declared = report['categories'];
