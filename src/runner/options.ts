@@ -47,6 +47,11 @@ export interface CompiledRunOptions {
   /** Projected plan chunks `000.plan`, `001.plan`… (Apply). */
   readonly planDir: string;
   readonly expectedPlanContentDigest?: string;
+  /**
+   * Apply only: the credential-free identity digest of the database the plan was computed against. The
+   * URL this Pod was given must hash to it, or nothing runs (a Secret repointed between plan and apply).
+   */
+  readonly expectedTargetIdentity?: string;
   /** spec.policy.exclude, passed to drift and both plans unchanged. */
   readonly exclude: readonly string[];
   /** spec.policy.protectedTables: ptah refuses a plan that would change one. */
@@ -190,6 +195,15 @@ function compileRun(
     );
   }
 
+  const expectedTargetIdentity = nonEmpty(env['PTAH_EXPECTED_TARGET_IDENTITY']);
+  if ((op === 'apply' || expectedTargetIdentity !== undefined) && !isSha256Digest(expectedTargetIdentity)) {
+    throw new RunnerOptionsError(
+      'PTAH_EXPECTED_TARGET_IDENTITY',
+      expectedTargetIdentity === undefined ? 'missing' : 'not sha256:<64 hex>',
+      'an Apply must name the target identity digest its plan was computed against',
+    );
+  }
+
   const timeoutSeconds = positiveInt(values['timeout-seconds'], '--timeout-seconds', DEFAULTS.timeoutSeconds);
   let deadline = new Date(now.getTime() + timeoutSeconds * 1000);
   const notAfter = nonEmpty(env['PTAH_EXECUTION_NOT_AFTER']);
@@ -230,6 +244,7 @@ function compileRun(
     schemaDir: nonEmpty(env['PTAH_SCHEMA_DIR']) ?? DEFAULTS.schemaDir,
     planDir: nonEmpty(env['PTAH_PLAN_DIR']) ?? DEFAULTS.planDir,
     ...(expectedPlanContentDigest !== undefined ? { expectedPlanContentDigest } : {}),
+    ...(expectedTargetIdentity !== undefined ? { expectedTargetIdentity } : {}),
     exclude: parsePatternList(env['PTAH_EXCLUDE'], 'PTAH_EXCLUDE', '["audit_*","tmp"]'),
     protectedTables: parsePatternList(
       env['PTAH_PROTECTED_TABLES'],

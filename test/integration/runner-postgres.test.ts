@@ -97,6 +97,8 @@ describe('runner with the real ptah on PostgreSQL', () => {
       ...base,
       PTAH_PLAN_DIR: planDir,
       PTAH_EXPECTED_PLAN_CONTENT_DIGEST: plan.planContentDigest,
+      // What the manager copies from the plan's binding: the identity the Plan Pod reported.
+      PTAH_EXPECTED_TARGET_IDENTITY: planned.result.target!.identityDigest,
     });
     assert.equal(applied.exitCode, 0, applied.stderr);
     assert.equal(applied.result.outcome, 'succeeded');

@@ -68,6 +68,8 @@ export interface SchemaJobInput {
   readonly plan?: {
     readonly fingerprint: string;
     readonly contentDigest: string;
+    /** The credential-free identity of the database the plan was computed against (its binding). */
+    readonly targetIdentityDigest: string;
     readonly chunks: readonly PlanChunkMount[];
   };
   readonly manager: ManagerIdentity;
@@ -199,6 +201,8 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
       ? [
           { name: 'PTAH_PLAN_DIR', value: PLAN_DIR },
           { name: 'PTAH_EXPECTED_PLAN_CONTENT_DIGEST', value: input.plan.contentDigest },
+          // The runner refuses to start ptah when PTAH_DB_URL now names another database than this one.
+          { name: 'PTAH_EXPECTED_TARGET_IDENTITY', value: input.plan.targetIdentityDigest },
         ]
       : []),
   ];

@@ -62,6 +62,11 @@ export interface DecideInput {
   readonly leaseContinuityLost?: boolean;
   /** The operator.ptah.run/read-requested-at annotation: a person asks for a read now. */
   readonly readRequestedAt?: string;
+  /**
+   * For a proof (the Observe and Plan after an Apply): the target identity the applied plan binds, read from
+   * the immutable plan object. A proof read from any other database proves nothing about this Apply.
+   */
+  readonly appliedPlanTargetIdentity?: string;
 }
 
 export type PreAction = { readonly kind: 'acquireLease'; readonly durationSeconds: number };
@@ -597,6 +602,11 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   const { schema } = input;
   const st = b.status;
 
+  if (isProof(claim) && result.outcome === 'succeeded' && !provesAppliedTarget(input, result)) {
+    refuseProofFromAnotherTarget(b, input, claim);
+    return;
+  }
+
   if (claim.type === 'Observe') {
     const drift = result.outputs.drift;
     if (result.outcome !== 'succeeded' || drift === undefined) {
@@ -765,6 +775,30 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   st.plan = undefined;
   b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
   fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), 'apply failed');
+}
+
+/** A proof counts only when read from the database the applied plan was computed against. */
+function provesAppliedTarget(input: DecideInput, result: RunnerResult): boolean {
+  const expected = input.appliedPlanTargetIdentity;
+  return expected !== undefined && result.target?.identityDigest === expected;
+}
+
+/**
+ * The Secret now names another database (or the applied plan's binding cannot be read): whatever that
+ * database says, it is not where the plan ran, so it can neither prove convergence nor remaining drift. The
+ * spent plan goes; the retry reads the database the Secret names now, afresh.
+ */
+function refuseProofFromAnotherTarget(b: Builder, input: DecideInput, claim: Claim): void {
+  const st = b.status;
+  endChain(b, claim);
+  st.plan = undefined;
+  const message =
+    input.appliedPlanTargetIdentity === undefined
+      ? 'the applied plan cannot be read, so no database can prove its apply'
+      : 'the database read after the apply is not the one the plan was computed against';
+  b.record({ type: 'Verified', outcome: 'TargetChanged', plan: claim.planRef?.name });
+  b.cond('InSync', 'False', 'TargetIdentityMismatch', message);
+  fail(b, input, claim.type, 'TargetIdentityMismatch', message);
 }
 
 /** How the last Apply ended, as the journal recorded it when it ended. */

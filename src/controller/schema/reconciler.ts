@@ -107,6 +107,10 @@ export class SchemaReconciler {
       if (observed.state === 'finished' && extra.leaseContinuityLost !== true) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim);
         extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
+        if (claim.type !== 'Apply' && claim.planRef !== undefined) {
+          const applied = await this.appliedPlanTarget(view, claim.planRef);
+          if (applied !== undefined) extra = { ...extra, appliedPlanTargetIdentity: applied };
+        }
       }
     }
     const plan = view.status.plan;
@@ -316,6 +320,7 @@ export class SchemaReconciler {
             plan: {
               fingerprint: plan.spec.fingerprint,
               contentDigest: plan.spec.binding.planContentDigest,
+              targetIdentityDigest: plan.spec.binding.targetIdentityDigest,
               chunks: plan.spec.chunks.map((c) => ({
                 configMapName: c.name,
                 key: CHUNK_KEY,
@@ -548,6 +553,15 @@ export class SchemaReconciler {
         : this.clock().toISOString(),
     };
     return { published: { plan: status } };
+  }
+
+  /** The target identity the applied plan binds; undefined when that plan is gone or was replaced. */
+  private async appliedPlanTarget(
+    view: SchemaView,
+    ref: { readonly name: string; readonly uid: string },
+  ): Promise<string | undefined> {
+    const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, ref.name);
+    return plan?.metadata.uid === ref.uid ? plan.spec.binding.targetIdentityDigest : undefined;
   }
 
   /** Rebuilds the stored plan from its chunks, exactly as an Apply will, before one is claimed or dispatched. */

@@ -8,11 +8,14 @@ import { fileURLToPath } from 'node:url';
 import { runRunner } from '../../../src/runner/main.ts';
 import { decodeFrame, acceptFrame } from '../../../src/runner/frame.ts';
 import type { RunnerResult } from '../../../src/runner/result.ts';
+import { targetReport } from '../../../src/runner/target-identity.ts';
 
 const FAKE_PTAH = fileURLToPath(new URL('./fixtures/fake-ptah.mjs', import.meta.url));
 const PASSWORD = 's3cr3t-Pa55word';
 const DB_URL = `postgres://app:${PASSWORD}@127.0.0.1:5432/orders`;
 const OP_ID = 'sha256:' + 'c'.repeat(64);
+/** The identity the plan was computed against: DB_URL's, as the Apply Job names it. */
+const DB_IDENTITY = targetReport(DB_URL).identityDigest;
 const roots: string[] = [];
 after(() => roots.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
@@ -74,6 +77,7 @@ async function run(
     PTAH_WORK_DIR: dir,
     PTAH_TERMINATION_MESSAGE_PATH: join(dir, 'termination-log'),
     PTAH_RUNNER_PTAH_BINARY: FAKE_PTAH,
+    PTAH_EXPECTED_TARGET_IDENTITY: DB_IDENTITY,
     ...env,
   };
   const exitCode = await runRunner(['--operation', operation], fullEnv, {
@@ -476,6 +480,48 @@ describe('runner: Apply', () => {
     assert.equal(broken.exitCode, 1);
   });
 
+  it('a URL naming another database than the plan was computed against is refused before ptah starts', async () => {
+    // Same host, user and password; the Secret now names another database on the same server.
+    const other = `postgres://app:${PASSWORD}@127.0.0.1:5432/orders_copy`;
+    const r = await run(
+      'apply',
+      { apply: { exit: 0, stdout: '{}' } },
+      { PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC), PTAH_DB_URL: other },
+      chunks(parts),
+    );
+    assert.equal(r.calls.length, 0, 'ptah must not start');
+    assert.equal(r.exitCode, 2);
+    assert.equal(r.result?.outcome, 'refused');
+    assert.equal(r.result?.childExitCode, -1);
+    assert.equal(r.result?.error?.code, 'target_identity_mismatch');
+    assert.equal(r.result?.outputs.apply?.mutationStarted, false);
+    // The frame reports which identity the Pod was given, so the manager can name the difference.
+    assert.equal(r.result?.target?.identityDigest, targetReport(other).identityDigest);
+    for (const text of [r.stdout, r.stderr, r.termination]) {
+      assert.ok(!text.includes(PASSWORD) && !text.includes('orders_copy') && !text.includes('app:'), text);
+    }
+    // The same Pod pointed at the plan's database runs it.
+    const ok = await run(
+      'apply',
+      { apply: { exit: 0, stdout: '{}' } },
+      { PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC) },
+      chunks(parts),
+    );
+    assert.deepEqual([ok.exitCode, ok.calls.length], [0, 1]);
+  });
+
+  it('an Apply without an expected target identity is refused by the options', async () => {
+    const r = await run(
+      'apply',
+      { apply: { exit: 0 } },
+      { PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC), PTAH_EXPECTED_TARGET_IDENTITY: '' },
+      chunks(parts),
+    );
+    assert.equal(r.exitCode, 2);
+    assert.equal(r.calls.length, 0);
+    assert.match(r.result?.error?.message ?? '', /PTAH_EXPECTED_TARGET_IDENTITY: missing/);
+  });
+
   it('an Apply without an expected digest is refused by the options', async () => {
     const r = await run('apply', { apply: { exit: 0 } });
     assert.equal(r.exitCode, 2);
@@ -519,6 +565,7 @@ describe('runner: stopping', () => {
         PTAH_PLAN_DIR: join(dir, 'plan'),
         PTAH_WORK_DIR: dir,
         PTAH_EXPECTED_PLAN_CONTENT_DIGEST: sha(PLAN_DOC),
+        PTAH_EXPECTED_TARGET_IDENTITY: DB_IDENTITY,
         PTAH_TERMINATION_MESSAGE_PATH: join(dir, 'termination-log'),
         PTAH_TERMINATION_GRACE_PERIOD_SECONDS: '3',
         PTAH_RUNNER_PTAH_BINARY: FAKE_PTAH,

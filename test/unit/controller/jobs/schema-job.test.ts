@@ -86,6 +86,7 @@ describe('schema operation Job', () => {
       plan: {
         fingerprint: digest('f'),
         contentDigest: digest('p'),
+        targetIdentityDigest: digest('e'),
         chunks: [
           { configMapName: 'plan-001', key: 'chunk', index: 1 },
           { configMapName: 'plan-000', key: 'chunk', index: 0 },
@@ -104,6 +105,8 @@ describe('schema operation Job', () => {
     );
     const env = pod.containers[0]!.env!;
     assert.equal(env.find((e) => e.name === 'PTAH_EXPECTED_PLAN_CONTENT_DIGEST')!.value, digest('p'));
+    // The plan's bound target identity: the runner refuses a URL that names another database.
+    assert.equal(env.find((e) => e.name === 'PTAH_EXPECTED_TARGET_IDENTITY')!.value, digest('e'));
     assert.equal(job.metadata!.annotations!['operator.ptah.run/plan-fingerprint'], digest('f'));
   });
 });

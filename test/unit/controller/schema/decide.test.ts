@@ -62,8 +62,12 @@ const executionBinding = {
   runnerProtocolVersion: 1,
 };
 
+/** The database every plan in these tests was computed against, and every Pod reports reading. */
+const TARGET = digest('9');
+
 function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput {
   return {
+    appliedPlanTargetIdentity: TARGET,
     now: new Date(at),
     schema: s,
     engineSupported: true,
@@ -81,6 +85,7 @@ function result(
   outcome: RunnerResult['outcome'],
   outputs: RunnerResult['outputs'],
   code?: string,
+  target = TARGET,
 ): Harvest {
   return {
     kind: 'accepted',
@@ -94,6 +99,7 @@ function result(
       startedAt: 'x',
       finishedAt: 'y',
       outputs,
+      target: { dialect: 'postgres', identityDigest: target },
       ...(code ? { error: { code, message: 'm' } } : {}),
     },
   };
@@ -521,6 +527,83 @@ describe('schema lifecycle decision', () => {
     });
     assert.equal(d.status.phase, 'Failed');
     assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.reason, 'DriftRemains');
+  });
+
+  it('a proof read from another database than the plan was computed against never converges', () => {
+    const OTHER = digest('8');
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    const p = schema(d.status, s.spec);
+    d = decide(
+      input(p, T0 + 6000, {
+        job: finished,
+        harvest: result(p.status.claim!, 'succeeded', {
+          apply: { planContentDigest: digest('p'), mutationStarted: true },
+        }),
+      }),
+    );
+    const proof = schema(d.status, s.spec);
+    assert.equal(proof.status.claim?.type, 'Observe');
+
+    // The Secret was repointed after the Apply: the proof Observe reads another database.
+    d = runClaim(proof, T0 + 7000, result(proof.status.claim!, 'succeeded', { drift }, undefined, OTHER));
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.claim, undefined, 'no proof Plan follows');
+    assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.reason, 'TargetIdentityMismatch');
+    assert.equal(
+      d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.reason,
+      'TargetIdentityMismatch',
+    );
+    assert.notEqual(d.status.target?.identityDigest, OTHER, 'the other identity is not recorded as ours');
+    assert.equal(d.status.applied, undefined);
+    assert.equal(d.status.plan, undefined, 'the spent plan is not offered again');
+    assert.ok(d.post.some((a) => a.kind === 'releaseLease'));
+
+    // Repointed between the proof Observe and the proof Plan: a no-change answer from there is not InSync.
+    d = runClaim(proof, T0 + 7000, result(proof.status.claim!, 'succeeded', { drift }));
+    const proofPlan = schema(d.status, s.spec);
+    assert.equal(proofPlan.status.claim?.type, 'Plan');
+    d = runClaim(
+      proofPlan,
+      T0 + 9000,
+      result(proofPlan.status.claim!, 'succeeded', { plan: noChanges }, undefined, OTHER),
+    );
+    assert.notEqual(d.status.phase, 'InSync');
+    assert.equal(d.status.applied, undefined);
+    assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.reason, 'TargetIdentityMismatch');
+
+    // A proof whose applied plan cannot be read (deleted) proves nothing either.
+    d = runClaim(proofPlan, T0 + 9000, result(proofPlan.status.claim!, 'succeeded', { plan: noChanges }), {
+      appliedPlanTargetIdentity: undefined,
+    });
+    assert.notEqual(d.status.phase, 'InSync');
+  });
+
+  it('an Apply the runner refused for another target fails with that reason, and nothing is applied', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    const p = schema(d.status, s.spec);
+    d = decide(
+      input(p, T0 + 6000, {
+        job: finished,
+        harvest: result(
+          p.status.claim!,
+          'refused',
+          { apply: { planContentDigest: digest('p'), mutationStarted: false } },
+          'target_identity_mismatch',
+          digest('8'),
+        ),
+      }),
+    );
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(
+      d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.reason,
+      'TargetIdentityMismatch',
+    );
+    assert.equal(d.status.applied, undefined);
+    assert.ok(!d.status.journal?.entries.some((e) => e.type === 'ApplyFinished'), 'no Apply is recorded');
   });
 
   it('a result produced across a change of the realm Lease epoch is discarded, never read', () => {
