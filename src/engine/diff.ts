@@ -4,7 +4,17 @@
  * ordered by a stable topological sort over foreign keys, cycles broken by name).
  */
 import type { Change, TableRef } from './changes.ts';
-import type { Column, Constraint, Index, RowSet, RowValues, SchemaModel, Table, View } from './model.ts';
+import type {
+  Column,
+  Constraint,
+  Index,
+  RowSet,
+  RowValues,
+  SchemaModel,
+  SequenceOwner,
+  Table,
+  View,
+} from './model.ts';
 import { DEFAULT_SCHEMA, constraintKey, indexKey, typeKey } from './model.ts';
 
 const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
@@ -12,6 +22,11 @@ const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
 
 export function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sameOwner(a: SequenceOwner | undefined, b: SequenceOwner | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.schema === b.schema && a.table === b.table && a.column === b.column;
 }
 
 function keyed<T extends { schema?: string; name: string }>(list: readonly T[]): Map<string, T> {
@@ -184,8 +199,9 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
           comment: s.comment,
         });
     } else {
-      const fields = ['dataType', 'start', 'increment', 'min', 'max', 'cache', 'cycle', 'ownedBy'] as const;
-      if (fields.some((f) => live[f] !== s[f])) push({ kind: 'AlterSequence', from: live, sequence: s });
+      const fields = ['dataType', 'start', 'increment', 'min', 'max', 'cache', 'cycle'] as const;
+      if (fields.some((f) => live[f] !== s[f]) || !sameOwner(live.ownedBy, s.ownedBy))
+        push({ kind: 'AlterSequence', from: live, sequence: s });
       if (live.comment !== s.comment)
         push({
           kind: 'SetComment',

@@ -125,9 +125,15 @@ export interface Sequence {
   readonly max: string;
   readonly cache: string;
   readonly cycle: boolean;
-  /** `table.column` when the sequence is owned by a column. */
-  readonly ownedBy?: string;
+  /** The column that owns the sequence, if any. Kept as parts: a quoted name may itself contain a dot. */
+  readonly ownedBy?: SequenceOwner;
   readonly comment?: string;
+}
+
+export interface SequenceOwner {
+  readonly schema: string;
+  readonly table: string;
+  readonly column: string;
 }
 
 export interface View {

@@ -248,9 +248,17 @@ export class DesiredStateBuilder {
               seq.cycle = v !== 'false';
               break;
             case 'owned_by': {
-              const p = v.split('.');
-              if (v === 'none') delete seq.ownedBy;
-              else seq.ownedBy = p.length === 3 ? `${p[0]}.${p[1]}.${p[2]}` : `${DEFAULT_SCHEMA}.${v}`;
+              // Taken from the name list, never from `v`: a quoted part may itself contain a dot.
+              const arg = d['arg'];
+              const p = isRecord(arg) && isRecord(arg['List']) ? names(arg['List']['items']) : [];
+              const [schema, table, column] = p.length === 2 ? [DEFAULT_SCHEMA, ...p] : p;
+              if (p.length === 1 && p[0] === 'none') delete seq.ownedBy;
+              else if ((p.length === 2 || p.length === 3) && schema && table && column)
+                seq.ownedBy = { schema, table, column };
+              else
+                throw new DesiredStateError(
+                  `${this.where(s)}: sequence ${key}: OWNED BY takes NONE or [schema.]table.column`,
+                );
               break;
             }
             default:
@@ -656,16 +664,19 @@ export class DesiredStateBuilder {
     // Serial columns: an owned sequence feeding the column's default is the same thing as `serial`.
     const sequences = new Map(this.sequences);
     for (const [key, seq] of this.sequences) {
-      if (!seq.ownedBy) continue;
-      const parts = seq.ownedBy.split('.');
-      const t = tableMap.get(`${parts[0]}.${parts[1]}`);
-      const col = t?.columns.find((c) => c.name === parts[2]);
+      const owner = seq.ownedBy;
+      if (!owner) continue;
+      const t = tableMap.get(`${owner.schema}.${owner.table}`);
+      if (t?.schema !== owner.schema || t.name !== owner.table) continue;
+      const col = t.columns.find((c) => c.name === owner.column);
       if (!col || !col.default || col.identity) continue;
       const target = nextvalTarget(col.default.key);
       if (target === undefined) continue;
-      const tq = target.includes('.') ? target : `${DEFAULT_SCHEMA}.${target}`;
+      const [targetSchema, targetName] = target.length === 1 ? [DEFAULT_SCHEMA, ...target] : target;
       if (
-        tq !== key ||
+        target.length > 2 ||
+        targetSchema !== seq.schema ||
+        targetName !== seq.name ||
         !['smallint', 'integer', 'bigint'].includes(col.type.name) ||
         col.type.schema !== undefined
       )
@@ -769,7 +780,8 @@ function literal(node: unknown, what: string): string | null {
   );
 }
 
-function nextvalTarget(key: string): string | undefined {
+/** The name parts of the sequence a `nextval('...')` default reads, or undefined for any other default. */
+function nextvalTarget(key: string): string[] | undefined {
   const m =
     /^\{"FuncCall":\{"args":\[\{"A_Const":\{"v":"((?:[^"\\]|\\.)*)"\}\}\],"funcname":\["nextval"\]\}\}$/.exec(
       key,
@@ -778,9 +790,7 @@ function nextvalTarget(key: string): string | undefined {
   const raw = JSON.parse(`"${m[1] ?? ''}"`) as string;
   // The argument is a regclass literal: an optionally quoted, optionally qualified name.
   const parts = raw.match(/"(?:[^"]|"")*"|[^.]+/g) ?? [];
-  return parts
-    .map((p) => (p.startsWith('"') ? p.slice(1, -1).replace(/""/g, '"') : p.toLowerCase()))
-    .join('.');
+  return parts.map((p) => (p.startsWith('"') ? p.slice(1, -1).replace(/""/g, '"') : p.toLowerCase()));
 }
 
 /**

@@ -30,12 +30,14 @@ GROUP BY n.nspname, t.typname, t.oid ORDER BY 1, 2`;
 const Q_SEQUENCES = `SELECT n.nspname AS schema, c.relname AS name, format_type(s.seqtypid, NULL) AS data_type,
   s.seqstart AS start, s.seqincrement AS increment, s.seqmin AS min, s.seqmax AS max, s.seqcache AS cache,
   s.seqcycle AS cycle, obj_description(c.oid, 'pg_class') AS comment,
-  (SELECT tn.nspname || '.' || tc.relname || '.' || a.attname FROM pg_depend d
+  o.owner_schema, o.owner_table, o.owner_column
+FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN LATERAL (SELECT tn.nspname AS owner_schema, tc.relname AS owner_table, a.attname AS owner_column
+     FROM pg_depend d
      JOIN pg_class tc ON tc.oid = d.refobjid JOIN pg_namespace tn ON tn.oid = tc.relnamespace
      JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_class'::regclass
-     AND d.deptype = 'a' LIMIT 1) AS owned_by
-FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     AND d.deptype = 'a' LIMIT 1) o ON true
 WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'i')
 ORDER BY 1, 2`;
@@ -241,12 +243,10 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
     out.push(
       `CREATE SEQUENCE ${q} AS ${str(s['data_type'])} INCREMENT BY ${str(s['increment'])} MINVALUE ${str(s['min'])} MAXVALUE ${str(s['max'])} START WITH ${str(s['start'])} CACHE ${str(s['cache'])} ${s['cycle'] === 't' ? '' : 'NO '}CYCLE;`,
     );
-    const owner = s['owned_by'];
-    if (owner !== null) {
-      const [os, ot, ...oc] = str(owner).split('.');
-      out.push(
-        `ALTER SEQUENCE ${q} OWNED BY ${quoteQualified(os ?? '', ot ?? '')}.${quoteIdent(oc.join('.'))};`,
-      );
+    // The owner comes as three columns, not one dotted string: a quoted name may itself contain a dot.
+    if (s['owner_column'] !== null) {
+      const owner = quoteQualified(str(s['owner_schema']), str(s['owner_table']));
+      out.push(`ALTER SEQUENCE ${q} OWNED BY ${owner}.${quoteIdent(str(s['owner_column']))};`);
     }
     comment(`SEQUENCE ${q}`, s['comment']);
   }

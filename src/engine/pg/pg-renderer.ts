@@ -48,8 +48,8 @@ function sequenceOptions(s: Sequence): string {
 
 function ownedBy(s: Sequence): string {
   if (s.ownedBy === undefined) return 'OWNED BY NONE';
-  const [schema, table, ...column] = s.ownedBy.split('.');
-  return `OWNED BY ${quoteQualified(schema ?? '', table ?? '')}.${quoteIdent(column.join('.'))}`;
+  const { schema, table, column } = s.ownedBy;
+  return `OWNED BY ${quoteQualified(schema, table)}.${quoteIdent(column)}`;
 }
 
 function commentTarget(t: CommentTarget): string {
