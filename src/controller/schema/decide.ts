@@ -774,7 +774,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   endChain(b, claim);
   st.plan = undefined;
   b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
-  fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), 'apply failed');
+  fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), applyFailureMessage(result));
 }
 
 /** A proof counts only when read from the database the applied plan was computed against. */
@@ -799,6 +799,15 @@ function refuseProofFromAnotherTarget(b: Builder, input: DecideInput, claim: Cla
   b.record({ type: 'Verified', outcome: 'TargetChanged', plan: claim.planRef?.name });
   b.cond('InSync', 'False', 'TargetIdentityMismatch', message);
   fail(b, input, claim.type, 'TargetIdentityMismatch', message);
+}
+
+/** Constant text by error code: the runner's own message may name things status must not carry. */
+function applyFailureMessage(result: RunnerResult): string {
+  if (result.error?.code === 'target_identity_mismatch')
+    return 'the Secret names another database than the plan was computed against; nothing ran';
+  return result.outcome === 'refused'
+    ? 'the apply was refused before it started; nothing ran'
+    : 'apply failed';
 }
 
 /** How the last Apply ended, as the journal recorded it when it ended. */

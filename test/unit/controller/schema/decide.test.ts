@@ -604,6 +604,10 @@ describe('schema lifecycle decision', () => {
     );
     assert.equal(d.status.applied, undefined);
     assert.ok(!d.status.journal?.entries.some((e) => e.type === 'ApplyFinished'), 'no Apply is recorded');
+    assert.match(
+      d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.message ?? '',
+      /another database than the plan was computed against; nothing ran/,
+    );
   });
 
   it('a result produced across a change of the realm Lease epoch is discarded, never read', () => {
