@@ -65,10 +65,16 @@ export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): H
   return { kind: 'refused', message: accepted.message };
 }
 
-export async function harvestJob(core: CoreV1Api, namespace: string, claim: Claim): Promise<Harvest> {
+/** Reads the result from the one Pod the claimed Job (this UID, not merely this name) controls. */
+export async function harvestJob(
+  core: CoreV1Api,
+  namespace: string,
+  claim: Claim,
+  jobUid: string,
+): Promise<Harvest> {
   let pods: V1Pod[];
   try {
-    pods = await jobPods(core, namespace, claim.jobName);
+    pods = await jobPods(core, namespace, { name: claim.jobName, uid: jobUid });
   } catch {
     return { kind: 'unavailable', message: 'the Pods of the Job could not be listed' };
   }

@@ -99,7 +99,25 @@ export async function readJob(
   return orUndefined(batch.readNamespacedJob({ namespace, name }));
 }
 
-export async function jobPods(core: CoreV1Api, namespace: string, jobName: string): Promise<V1Pod[]> {
-  const list = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${jobName}` });
-  return list.items;
+/**
+ * The Pods a Job controls. The `job-name` label only narrows the list: anyone who may create Pods can set
+ * it, so a Pod counts only when its controller ownerReference is this very Job (by UID, which a recreated
+ * Job of the same name does not share).
+ */
+export async function jobPods(
+  core: CoreV1Api,
+  namespace: string,
+  job: { readonly name: string; readonly uid: string },
+): Promise<V1Pod[]> {
+  const list = await core.listNamespacedPod({ namespace, labelSelector: `job-name=${job.name}` });
+  return controlledBy(list.items, job.uid);
+}
+
+/** The Pods whose controller ownerReference is the Job with this UID; none for an unknown UID. */
+export function controlledBy(pods: readonly V1Pod[], jobUid: string): V1Pod[] {
+  if (jobUid === '') return [];
+  return pods.filter((pod) => {
+    const controller = pod.metadata?.ownerReferences?.find((r) => r.controller === true);
+    return controller?.kind === 'Job' && controller.uid === jobUid;
+  });
 }

@@ -105,7 +105,7 @@ export class SchemaReconciler {
           extra = { ...extra, leaseContinuityLost: true };
       }
       if (observed.state === 'finished' && extra.leaseContinuityLost !== true) {
-        const harvest = await harvestJob(this.deps.core, view.namespace, claim);
+        const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
         extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
         if (claim.type !== 'Apply' && claim.planRef !== undefined) {
           const applied = await this.appliedPlanTarget(view, claim.planRef);

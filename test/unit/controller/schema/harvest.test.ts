@@ -1,0 +1,96 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
+import type { Claim } from '../../../../src/api/ptah-schema.ts';
+import { harvestJob } from '../../../../src/controller/schema/harvest.ts';
+import { controlledBy } from '../../../../src/controller/schema/kube.ts';
+import { encodeFrame } from '../../../../src/runner/frame.ts';
+import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/runner/result.ts';
+
+const digest = (c: string) => `sha256:${c.repeat(64)}`;
+const JOB = 'ptah-plan-orders-aaaaaaaaaaaaaaaa';
+const JOB_UID = 'job-uid-1';
+
+const claim: Claim = {
+  type: 'Observe',
+  operationId: digest('a'),
+  inputsFingerprint: digest('b'),
+  jobName: JOB,
+  attempt: 1,
+  generation: 1,
+  startedAt: '2026-01-01T00:00:00.000Z',
+};
+
+function frame(outcome: RunnerResult['outcome'], total: number): string {
+  return encodeFrame({
+    protocolVersion: RUNNER_PROTOCOL_VERSION,
+    operation: 'observe',
+    operationId: claim.operationId,
+    exitCode: outcome === 'succeeded' ? 0 : 1,
+    childExitCode: outcome === 'succeeded' ? 0 : 1,
+    outcome,
+    startedAt: '2026-01-01T00:00:01.000Z',
+    finishedAt: '2026-01-01T00:00:02.000Z',
+    outputs: {
+      drift: {
+        reportDigest: digest('d'),
+        drifted: total > 0,
+        total,
+        highestSeverity: 'none',
+        categories: {},
+      },
+    },
+  });
+}
+
+/** A finished operation Pod carrying the `job-name` label, controlled by the Job with `ownerUid`. */
+function pod(name: string, ownerUid: string, kind = 'Job'): V1Pod {
+  return {
+    metadata: {
+      name,
+      labels: { 'job-name': JOB },
+      ownerReferences: [{ apiVersion: 'batch/v1', kind, name: JOB, uid: ownerUid, controller: true }],
+    },
+    status: { containerStatuses: [{ name: 'ptah', state: { terminated: { exitCode: 0 } } } as never] },
+  };
+}
+
+/** The two calls harvestJob makes, answered from memory: a label-selected list and each Pod's log. */
+function core(pods: V1Pod[], logs: Record<string, string>): CoreV1Api {
+  return {
+    listNamespacedPod: async ({ labelSelector }: { labelSelector?: string }) => ({
+      items: pods.filter((p) => labelSelector === `job-name=${p.metadata?.labels?.['job-name']}`),
+    }),
+    readNamespacedPodLog: async ({ name }: { name: string }) => logs[name] ?? '',
+  } as unknown as CoreV1Api;
+}
+
+describe('harvest: only Pods the claimed Job controls', () => {
+  const planted = pod('planted', 'someone-else');
+  const ours = pod('ours', JOB_UID);
+  // The planted Pod reports a clean, in-sync reading for the claim's very operation id.
+  const logs = { planted: frame('succeeded', 0), ours: frame('failed', 3) };
+
+  it('a planted Pod with the same label and another owner is ignored', async () => {
+    const h = await harvestJob(core([planted, ours], logs), 'ns', claim, JOB_UID);
+    assert.equal(h.kind, 'accepted', JSON.stringify(h));
+    assert.equal(h.kind === 'accepted' && h.result.outcome, 'failed', "the result is our Pod's");
+  });
+
+  it('a planted Pod alone is no Pod at all, never a result', async () => {
+    const h = await harvestJob(core([planted], logs), 'ns', claim, JOB_UID);
+    assert.deepEqual(h, { kind: 'refused', message: 'the Job has no Pod' });
+  });
+
+  it('an owner that is not a Job, or no controller reference, does not count', () => {
+    const notController = pod('loose', JOB_UID);
+    notController.metadata!.ownerReferences![0]!.controller = false;
+    assert.deepEqual(
+      controlledBy([pod('rs', JOB_UID, 'ReplicaSet'), notController, ours], JOB_UID).map(
+        (p) => p.metadata?.name,
+      ),
+      ['ours'],
+    );
+    assert.deepEqual(controlledBy([ours], ''), [], 'an unknown Job UID matches nothing');
+  });
+});
