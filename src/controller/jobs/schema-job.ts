@@ -105,7 +105,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
   const labels = {
     [LABELS.managedBy]: MANAGED_BY,
     [LABELS.component]: OPERATION_COMPONENT,
-    [LABELS.schema]: schema.name.slice(0, 63),
+    [LABELS.schema]: schema.name,
     [LABELS.operation]: operation,
     [LABELS.operationId]: claim.operationId.replace(/^sha256:/, '').slice(0, 16),
   };

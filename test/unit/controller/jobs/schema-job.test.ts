@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { LABELS } from '../../../../src/api/meta.ts';
 import { buildSchemaJob, type SchemaJobInput } from '../../../../src/controller/jobs/schema-job.ts';
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
@@ -50,6 +51,14 @@ describe('schema operation Job', () => {
     }
     assert.equal(job.metadata!.ownerReferences![0]!.uid, 'uid-1');
     assert.equal(job.metadata!.ownerReferences![0]!.controller, true);
+  });
+
+  it('labels the Job and its Pod with the whole resource name, up to the 63 characters the CRD allows', () => {
+    const name = `orders-${'x'.repeat(56)}`;
+    assert.equal(name.length, 63);
+    const job = buildSchemaJob({ ...base, schema: { ...base.schema, name } });
+    assert.equal(job.metadata!.labels![LABELS.schema], name);
+    assert.equal(job.spec!.template.metadata!.labels![LABELS.schema], name);
   });
 
   it('checks the snapshot in an init container with no credential, then runs the runner with the URL from env only', () => {
