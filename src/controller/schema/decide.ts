@@ -465,13 +465,7 @@ function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
         // The Job was meant to exist and does not: whatever happened is unknown, and only a fresh
         // observation can say where the database stands. It is never created again.
         b.event('Warning', 'ApplyOutcomeUnknown', `the Job of apply ${claim.jobName} is missing`);
-        b.record({
-          type: 'ApplyFinished',
-          outcome: 'Unknown',
-          plan: claim.planRef?.name,
-          startedAt: claim.startedAt,
-        });
-        proveApply(b, input, claim);
+        applyEnded(b, input, claim, 'Unknown');
         return;
       }
       dispatchApply(b, input, claim, leaseSeconds);
@@ -491,13 +485,7 @@ function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
     );
     b.post.push({ kind: 'finishJob', jobName: claim.jobName });
     if (claim.type === 'Apply') {
-      b.record({
-        type: 'ApplyFinished',
-        outcome: 'Unknown',
-        plan: claim.planRef?.name,
-        startedAt: claim.startedAt,
-      });
-      proveApply(b, input, claim);
+      applyEnded(b, input, claim, 'Unknown');
       return;
     }
     endChain(b, claim);
@@ -536,13 +524,7 @@ function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
     if (claim.type === 'Apply' && harvest.kind !== 'snapshot-refused') {
       // A mutating operation whose result cannot be read has an unknown outcome, never a success.
       b.event('Warning', 'ApplyOutcomeUnknown', message);
-      b.record({
-        type: 'ApplyFinished',
-        outcome: 'Unknown',
-        plan: claim.planRef?.name,
-        startedAt: claim.startedAt,
-      });
-      proveApply(b, input, claim);
+      applyEnded(b, input, claim, 'Unknown');
       return;
     }
     endChain(b, claim);
@@ -760,14 +742,12 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
 
   // Apply.
   if (result.outcome === 'succeeded' || result.outcome === 'uncertain') {
-    const outcome = result.outcome === 'succeeded' ? 'Succeeded' : 'Unknown';
-    b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
     b.event(
       result.outcome === 'succeeded' ? 'Normal' : 'Warning',
       result.outcome === 'succeeded' ? 'ApplyFinished' : 'ApplyOutcomeUnknown',
       'the apply ended; a fresh observation decides whether the database converged',
     );
-    proveApply(b, input, claim);
+    applyEnded(b, input, claim, result.outcome === 'succeeded' ? 'Succeeded' : 'Unknown');
     return;
   }
   // The runner reports that nothing it started changed the database (or nothing started at all).
@@ -815,8 +795,13 @@ function lastApplyOutcome(st: SchemaStatus): string | undefined {
   return [...(st.journal?.entries ?? [])].reverse().find((e) => e.type === 'ApplyFinished')?.outcome;
 }
 
-/** After an Apply: Observe and Plan again under the same Lease; only a no-change plan says InSync. */
-function proveApply(b: Builder, input: DecideInput, claim: Claim): void {
+/**
+ * An Apply is over, or can no longer be followed: the journal records how it ended (Unknown when nothing
+ * trustworthy says), then Observe and Plan run again under the same Lease, owed either way; only a
+ * no-change plan says InSync. The Apply itself is never dispatched again.
+ */
+function applyEnded(b: Builder, input: DecideInput, claim: Claim, outcome: 'Succeeded' | 'Unknown'): void {
+  b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
   b.cond('Applying', 'False', 'VerifyingConvergence', 'the apply ended');
   claimOperation(b, input, 'Observe', {
     ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
