@@ -1,6 +1,6 @@
 /**
- * The demo's install step, done as a cluster admin would: the CRDs and the manager's RBAC from deploy/,
- * a Role each for the ordinary user and the approver, the approval webhooks (served by the manager on
+ * The demo's install step, done as a cluster admin would: the CRDs and the RBAC from deploy/ (the manager's,
+ * and the people's ClusterRoles bound in the test namespace), the approval webhooks (served by the manager on
  * loopback with a certificate made here), the runner image in the node agent's image map, and the manager
  * process itself with the manager ServiceAccount's kubeconfig.
  */
@@ -102,41 +102,63 @@ async function installCrds(admin: k8s.KubeConfig): Promise<void> {
   console.log(`install: CRDs established: ${names.join(', ')}`);
 }
 
-/** What each person may do in the namespace: the user manages schemas, the approver only approves. */
-async function installPeopleRoles(admin: k8s.KubeConfig, description: EnvironmentDescription): Promise<void> {
+/** A RoleBinding in `namespace` granting a ClusterRole of deploy/rbac to one user. */
+async function bindClusterRole(
+  rbac: k8s.RbacAuthorizationV1Api,
+  namespace: string,
+  role: string,
+  user: string,
+): Promise<void> {
+  try {
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: `${role}:${user}` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      },
+    });
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
+}
+
+/**
+ * What each person may do in the namespace, granted as a platform team would: the ClusterRoles shipped in
+ * deploy/rbac/user-roles.yaml bound per namespace. The user edits schemas and reads plan bytes; the approver
+ * only approves. Creating the database URL Secret is the namespace's own business, not one of the operator's
+ * roles, so the user gets exactly that (create, never read) from a Role of the demo's.
+ */
+async function bindPeople(admin: k8s.KubeConfig, description: EnvironmentDescription): Promise<void> {
   const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
   const namespace = description.testNamespace;
-  const grant = async (name: string, user: string, rules: k8s.V1PolicyRule[]): Promise<void> => {
-    try {
-      await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules } });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
-        },
-      });
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-    }
-  };
-  await grant('ptah-demo-schema-owner', description.identities.user, [
-    { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-    {
-      apiGroups: [API_GROUP],
-      resources: ['ptahschemas'],
-      verbs: ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete'],
-    },
-    { apiGroups: [API_GROUP], resources: ['ptahschemaplans', 'ptahschemaapprovals'], verbs: ['get', 'list'] },
-  ]);
-  await grant('ptah-demo-approver', description.identities.approver, [
-    { apiGroups: [API_GROUP], resources: ['ptahschemas', 'ptahschemaplans'], verbs: ['get', 'list'] },
-    { apiGroups: [API_GROUP], resources: ['ptahschemaapprovals'], verbs: ['create', 'get', 'list'] },
-  ]);
+  const { user, approver } = description.identities;
+  await bindClusterRole(rbac, namespace, 'ptah-schema-editor', user);
+  await bindClusterRole(rbac, namespace, 'ptah-plan-reader', user);
+  await bindClusterRole(rbac, namespace, 'ptah-approver', approver);
+  const secretWriter = 'ptah-demo-secret-writer';
+  try {
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: secretWriter },
+        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['create'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: secretWriter },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: secretWriter },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+      },
+    });
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+  }
   console.log(
-    `install: ${description.identities.user} may manage PtahSchemas and create Secrets in ${namespace}; ` +
-      `${description.identities.approver} may read them and create PtahSchemaApprovals`,
+    `install: in ${namespace}, ${user} is bound to ptah-schema-editor and ptah-plan-reader (and may create ` +
+      `Secrets); ${approver} is bound to ptah-approver`,
   );
 }
 
@@ -219,9 +241,11 @@ export async function installOperator(
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(description.kubeconfigs.admin);
   await installCrds(admin);
-  const rbac = await createManifest(admin, join(ROOT, 'deploy/rbac/manager.yaml'));
-  console.log(`install: manager RBAC from deploy/rbac/manager.yaml: ${rbac.join(', ')}`);
-  await installPeopleRoles(admin, description);
+  for (const file of readdirSync(join(ROOT, 'deploy/rbac')).filter((f) => f.endsWith('.yaml'))) {
+    const rbac = await createManifest(admin, join(ROOT, 'deploy/rbac', file));
+    console.log(`install: RBAC from deploy/rbac/${file}: ${rbac.join(', ')}`);
+  }
+  await bindPeople(admin, description);
   registerRunnerImage(description);
 
   const dir = join(description.dir, 'demo-operator');

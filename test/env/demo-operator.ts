@@ -1,6 +1,7 @@
 /**
  * The demo's second act, the operator's worked example, run as people would run it:
- *   the cluster admin installs the CRDs, the manager's RBAC and the approval webhooks and starts the manager;
+ *   the cluster admin installs the CRDs, the RBAC of deploy/rbac (binding the people's ClusterRoles) and the
+ *   approval webhooks and starts the manager;
  *   the ordinary user declares a schema for a fresh PostgreSQL database (Secret + ConfigMap + PtahSchema
  *   with apply: OnApproval) and watches it reach AwaitingApproval, then reads the published plan;
  *   the approver approves exactly that plan; the user watches it reach InSync and reads the database
