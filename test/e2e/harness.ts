@@ -1,8 +1,8 @@
 /**
  * End-to-end harness: the local control plane with the node agent and a real PostgreSQL, the CRDs and the
- * manager's RBAC from deploy/, the approval webhooks served by the manager process itself, and the manager
- * started as a separate process with the manager ServiceAccount's identity — so it can be killed and
- * restarted like a Pod.
+ * RBAC from deploy/ (the manager's, and ptah-approver bound for the approver), the approval webhooks served
+ * by the manager process itself, and the manager started as a separate process with the manager
+ * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -96,22 +96,13 @@ export async function startE2E(): Promise<E2E> {
     }
     await createAll(admin, join(ROOT, 'deploy/rbac/manager.yaml'));
 
-    // The approver may create approvals, nothing more.
-    const rbac = admin.makeApiClient(k8s.RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
+    // The approver holds the shipped ptah-approver ClusterRole in the test namespace, nothing more.
+    await createAll(admin, join(ROOT, 'deploy/rbac/user-roles.yaml'));
+    await admin.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
       namespace,
       body: {
         metadata: { name: 'ptah-approver' },
-        rules: [
-          { apiGroups: [API_GROUP], resources: ['ptahschemaapprovals'], verbs: ['create', 'get', 'list'] },
-        ],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: 'ptah-approver' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'ptah-approver' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'ptah-approver' },
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: cp.identities.approver }],
       },
     });
