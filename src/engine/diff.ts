@@ -15,7 +15,7 @@ import type {
   Table,
   View,
 } from './model.ts';
-import { DEFAULT_SCHEMA, constraintKey, indexKey, typeKey } from './model.ts';
+import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, typeKey } from './model.ts';
 
 const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
   cmp(`${a.schema ?? ''}\u0000${a.name}`, `${b.schema ?? ''}\u0000${b.name}`);
@@ -31,7 +31,7 @@ function sameOwner(a: SequenceOwner | undefined, b: SequenceOwner | undefined): 
 
 function keyed<T extends { schema?: string; name: string }>(list: readonly T[]): Map<string, T> {
   const m = new Map<string, T>();
-  for (const x of [...list].sort(byName)) m.set(`${x.schema ?? ''}.${x.name}`, x);
+  for (const x of [...list].sort(byName)) m.set(objectKey(x.schema ?? '', x.name), x);
   return m;
 }
 
@@ -69,8 +69,9 @@ export function stableTopo<T>(items: readonly T[], key: (x: T) => string, deps: 
 export function topologicalTables(tables: readonly Table[]): Table[] {
   return stableTopo(
     tables,
-    (t) => `${t.schema}.${t.name}`,
-    (t) => t.constraints.flatMap((c) => (c.kind === 'ForeignKey' ? [`${c.refSchema}.${c.refTable}`] : [])),
+    (t) => objectKey(t.schema, t.name),
+    (t) =>
+      t.constraints.flatMap((c) => (c.kind === 'ForeignKey' ? [objectKey(c.refSchema, c.refTable)] : [])),
   );
 }
 
@@ -215,9 +216,10 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   // Tables
   const fromTables = keyed(from.tables);
   const toTables = keyed(to.tables);
+  // Names only: a view records the relations it reads by name (relname).
   const retypedTables = new Set<string>();
   for (const t of topologicalTables([...toTables.values()])) {
-    const k = `${t.schema}.${t.name}`;
+    const k = objectKey(t.schema, t.name);
     const live = fromTables.get(k);
     if (!live) {
       const { constraints, indexes } = t;
@@ -251,10 +253,10 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
           });
       continue;
     }
-    if (diffTable(live, t, push)) retypedTables.add(k);
+    if (diffTable(live, t, push)) retypedTables.add(t.name);
   }
   const dropped = topologicalTables(
-    [...fromTables.values()].filter((t) => !toTables.has(`${t.schema}.${t.name}`)),
+    [...fromTables.values()].filter((t) => !toTables.has(objectKey(t.schema, t.name))),
   ).reverse();
   // In a foreign-key cycle some dropped table still references one dropped before it: that key goes first.
   dropped.forEach((t, i) => {
@@ -274,7 +276,7 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   const recreate = new Set<string>();
   for (const [k, live] of fromViews) {
     const v = toViews.get(k);
-    const retypedRead = [...retypedTables].some((t) => reads(live, t.slice(t.indexOf('.') + 1)));
+    const retypedRead = [...retypedTables].some((name) => reads(live, name));
     if (!v || live.definition.key !== v.definition.key || retypedRead) recreate.add(k);
   }
   for (let grew = true; grew;) {
@@ -290,8 +292,8 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   const viewOrder = (views: View[]) =>
     stableTopo(
       views,
-      (v) => `${v.schema}.${v.name}`,
-      (v) => views.filter((o) => o !== v && reads(v, o.name)).map((o) => `${o.schema}.${o.name}`),
+      (v) => objectKey(v.schema, v.name),
+      (v) => views.filter((o) => o !== v && reads(v, o.name)).map((o) => objectKey(o.schema, o.name)),
     );
   for (const v of viewOrder([...recreate].map((k) => fromViews.get(k) as View)).reverse())
     push({ kind: 'DropView', view: v });
@@ -319,12 +321,12 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   }
 
   // Reference rows
-  const order = topologicalTables(to.tables).map((t) => `${t.schema}.${t.name}`);
+  const order = topologicalTables(to.tables).map((t) => objectKey(t.schema, t.name));
   const desiredRows = [...to.rows].sort(
-    (a, b) => order.indexOf(`${a.schema}.${a.table}`) - order.indexOf(`${b.schema}.${b.table}`),
+    (a, b) => order.indexOf(objectKey(a.schema, a.table)) - order.indexOf(objectKey(b.schema, b.table)),
   );
   for (const rs of desiredRows) {
-    const table = toTables.get(`${rs.schema}.${rs.table}`);
+    const table = toTables.get(objectKey(rs.schema, rs.table));
     const live = liveRows.find((r) => r.schema === rs.schema && r.table === rs.table);
     diffRows(rs, live, table, push);
   }
@@ -344,12 +346,12 @@ function refuseNewEnumValuesInUse(
   const added = new Map<string, Set<string>>();
   for (const c of changes) {
     if (c.kind !== 'AddEnumValue') continue;
-    const k = `${c.type.schema}.${c.type.name}`;
+    const k = objectKey(c.type.schema, c.type.name);
     added.set(k, (added.get(k) ?? new Set()).add(c.value));
   }
   if (added.size === 0) return;
   const newValues = (col: Column) =>
-    col.type.schema === undefined ? undefined : added.get(`${col.type.schema}.${col.type.name}`);
+    col.type.schema === undefined ? undefined : added.get(objectKey(col.type.schema, col.type.name));
   const uses: string[] = [];
   const checkDefault = (t: TableRef, col: Column) => {
     const values = newValues(col);
@@ -361,7 +363,7 @@ function refuseNewEnumValuesInUse(
     if (c.kind === 'CreateTable') for (const col of c.table.columns) checkDefault(c.table, col);
     if (c.kind === 'AddColumn' || c.kind === 'SetDefault') checkDefault(c.table, c.column);
     if (c.kind === 'InsertRow' || c.kind === 'UpdateRow') {
-      const t = tables.get(`${c.table.schema}.${c.table.name}`);
+      const t = tables.get(objectKey(c.table.schema, c.table.name));
       for (const col of t?.columns ?? []) {
         const v = c.row[col.name];
         if (v !== undefined && v !== null && newValues(col)?.has(v))
@@ -657,9 +659,9 @@ function phase(c: Change): number {
 function orderChanges(changes: Change[], tableOrder: readonly string[]): Change[] {
   const rank = (c: Change) => {
     // Rows are deleted children first and inserted parents first.
-    if (c.kind === 'DeleteRow') return -tableOrder.indexOf(`${c.table.schema}.${c.table.name}`);
+    if (c.kind === 'DeleteRow') return -tableOrder.indexOf(objectKey(c.table.schema, c.table.name));
     if (c.kind === 'InsertRow' || c.kind === 'UpdateRow')
-      return tableOrder.indexOf(`${c.table.schema}.${c.table.name}`);
+      return tableOrder.indexOf(objectKey(c.table.schema, c.table.name));
     return 0;
   };
   // Array.prototype.sort is stable: within a phase the diff's own (name-sorted) order is kept.

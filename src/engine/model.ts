@@ -204,32 +204,52 @@ export function emptyModel(): SchemaModel {
   };
 }
 
-export function qualifiedName(schema: string, name: string): string {
-  return `${schema}.${name}`;
+/**
+ * The map key of a schema-qualified object. Identifiers may hold any character, dots included, so joining
+ * with a separator is ambiguous ("a.b"."c" and "a"."b.c" would meet); a JSON array keeps the parts apart.
+ */
+export function objectKey(schema: string, name: string): string {
+  return JSON.stringify([schema, name]);
 }
 
+/** A type's comparison key; structural like every key here, so no name's characters can fake a boundary. */
 export function typeKey(t: TypeRef): string {
-  return `${t.schema === undefined ? '' : t.schema + '.'}${t.name}${t.mods}${t.array ? '[]' : ''}`;
+  return JSON.stringify([t.schema ?? null, t.name, t.mods, t.array]);
 }
 
 /** A constraint's definition without its name: what matching by content compares. */
 export function constraintKey(c: Constraint): string {
   switch (c.kind) {
     case 'PrimaryKey':
-      return `pk(${c.columns.join(',')})`;
+      return JSON.stringify(['pk', c.columns]);
     case 'Unique':
-      return `uq(${c.columns.join(',')})${c.nullsNotDistinct ? 'nnd' : ''}${c.deferrable ? 'd' : ''}${c.initiallyDeferred ? 'i' : ''}`;
+      return JSON.stringify(['uq', c.columns, c.nullsNotDistinct, c.deferrable, c.initiallyDeferred]);
     case 'Check':
-      return `ck(${c.expression.key})`;
+      return JSON.stringify(['ck', c.expression.key]);
     case 'ForeignKey':
-      return `fk(${c.columns.join(',')})->${c.refSchema}.${c.refTable}(${c.refColumns.join(',')})|${c.onUpdate}|${c.onDelete}|${c.matchFull}|${c.deferrable}|${c.initiallyDeferred}`;
+      return JSON.stringify([
+        'fk',
+        c.columns,
+        c.refSchema,
+        c.refTable,
+        c.refColumns,
+        c.onUpdate,
+        c.onDelete,
+        c.matchFull,
+        c.deferrable,
+        c.initiallyDeferred,
+      ]);
   }
 }
 
 export function indexKey(i: Index): string {
-  const keys = i.keys.map(
-    (k) =>
-      `${k.column ?? '(' + (k.expression?.key ?? '') + ')'}:${k.opclass ?? ''}:${k.collation ?? ''}:${k.descending}:${k.nulls ?? ''}`,
-  );
-  return `${i.unique}|${i.method}|${keys.join(',')}|${i.include.join(',')}|${i.where?.key ?? ''}|${i.nullsNotDistinct}`;
+  const keys = i.keys.map((k) => [
+    k.column ?? null,
+    k.expression?.key ?? null,
+    k.opclass ?? null,
+    k.collation ?? null,
+    k.descending,
+    k.nulls ?? null,
+  ]);
+  return JSON.stringify([i.unique, i.method, keys, i.include, i.where?.key ?? null, i.nullsNotDistinct]);
 }

@@ -3,6 +3,7 @@
  * are neither changed nor reported. `--protected-table NAME` refuses any plan that would change the table.
  */
 import type { SchemaModel } from './model.ts';
+import { objectKey } from './model.ts';
 
 /** A glob over `schema.name` or `name`: `*` any run of characters, `?` one character. */
 export function compilePattern(pattern: string): RegExp {
@@ -25,7 +26,7 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
   const outColumn = (schema: string, table: string, column: string) =>
     tests.some((t) => t.test(`${schema}.${table}.${column}`) || t.test(`${table}.${column}`));
   const tables = model.tables.filter((t) => !out(t.schema, t.name));
-  const kept = new Set(tables.map((t) => `${t.schema}.${t.name}`));
+  const kept = new Set(tables.map((t) => objectKey(t.schema, t.name)));
   return {
     schemas: model.schemas.filter((s) => !tests.some((t) => t.test(s.name))),
     extensions: model.extensions.filter((e) => !out(e.schema ?? '', e.name)),
@@ -37,7 +38,7 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
       columns: t.columns.filter((c) => !outColumn(t.schema, t.name, c.name)),
     })),
     views: model.views.filter((v) => !out(v.schema, v.name)),
-    rows: model.rows.filter((r) => kept.has(`${r.schema}.${r.table}`)),
+    rows: model.rows.filter((r) => kept.has(objectKey(r.schema, r.table))),
     // Excluded objects still exist: recorded as unmanaged, so their schema is never dropped under them.
     unmanaged: [
       ...model.unmanaged.filter((u) => !out(u.schema, u.name)),

@@ -21,7 +21,7 @@ import type {
   Unmanaged,
   View,
 } from '../model.ts';
-import { DEFAULT_SCHEMA } from '../model.ts';
+import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -160,7 +160,7 @@ export class DesiredStateBuilder {
   }
 
   private table(schema: string, name: string, s: ParsedStatement): TableDraft {
-    const t = this.tables.get(`${schema}.${name}`);
+    const t = this.tables.get(objectKey(schema, name));
     if (!t)
       throw new DesiredStateError(
         `${this.where(s)}: table ${schema}.${name} is not declared before it is used; declare it first`,
@@ -197,17 +197,19 @@ export class DesiredStateBuilder {
         const parts = names(n['typeName']);
         const name = parts[parts.length - 1] ?? '';
         const schema = parts.length > 1 ? (parts[parts.length - 2] ?? DEFAULT_SCHEMA) : DEFAULT_SCHEMA;
-        this.enums.set(`${schema}.${name}`, { kind: 'Enum', schema, name, values: names(n['vals']) });
+        this.enums.set(objectKey(schema, name), { kind: 'Enum', schema, name, values: names(n['vals']) });
         return;
       }
       case 'CreateSeqStmt':
       case 'AlterSeqStmt': {
         const { schema, name } = rel(n['sequence']);
-        const key = `${schema}.${name}`;
+        const key = objectKey(schema, name);
         let seq = this.sequences.get(key);
         if (!seq) {
           if (s.type === 'AlterSeqStmt')
-            throw new DesiredStateError(`${this.where(s)}: sequence ${key} is altered before it is created`);
+            throw new DesiredStateError(
+              `${this.where(s)}: sequence ${schema}.${name} is altered before it is created`,
+            );
           seq = {
             kind: 'Sequence',
             schema,
@@ -257,7 +259,7 @@ export class DesiredStateBuilder {
                 seq.ownedBy = { schema, table, column };
               else
                 throw new DesiredStateError(
-                  `${this.where(s)}: sequence ${key}: OWNED BY takes NONE or [schema.]table.column`,
+                  `${this.where(s)}: sequence ${seq.schema}.${seq.name}: OWNED BY takes NONE or [schema.]table.column`,
                 );
               break;
             }
@@ -284,7 +286,7 @@ export class DesiredStateBuilder {
           throw new DesiredStateError(
             `${this.where(s)}: view ${schema}.${name}: a column list after the view name is not supported; alias the columns in the SELECT instead`,
           );
-        this.views.set(`${schema}.${name}`, { schema, name, query: n['query'] as AstNode });
+        this.views.set(objectKey(schema, name), { schema, name, query: n['query'] as AstNode });
         return;
       }
       case 'CommentStmt':
@@ -317,9 +319,9 @@ export class DesiredStateBuilder {
     }
     if (n['ofTypename'] !== undefined) throw new DesiredStateError(`${what}: typed tables are not managed`);
     const t: TableDraft = { schema, name, columns: [], constraints: [], indexes: [] };
-    if (this.tables.has(`${schema}.${name}`))
+    if (this.tables.has(objectKey(schema, name)))
       throw new DesiredStateError(`${what} is declared twice; keep one declaration`);
-    this.tables.set(`${schema}.${name}`, t);
+    this.tables.set(objectKey(schema, name), t);
     for (const el of (n['tableElts'] as AstNode[]) ?? []) {
       if (isRecord(el['ColumnDef'])) this.addColumn(t, el['ColumnDef'], what);
       else if (isRecord(el['Constraint'])) this.addTableConstraint(t, el['Constraint'], what);
@@ -555,18 +557,18 @@ export class DesiredStateBuilder {
         return; // an extension's comment is the extension's own (pg_dump repeats it)
       case 'OBJECT_TABLE': {
         const q = qual(list);
-        set(this.tables.get(`${q.schema}.${q.name}`), `TABLE ${q.name}`);
+        set(this.tables.get(objectKey(q.schema, q.name)), `TABLE ${q.name}`);
         return;
       }
       case 'OBJECT_VIEW': {
         const q = qual(list);
-        set(this.views.get(`${q.schema}.${q.name}`), `VIEW ${q.name}`);
+        set(this.views.get(objectKey(q.schema, q.name)), `VIEW ${q.name}`);
         return;
       }
       case 'OBJECT_COLUMN': {
         const column = list[list.length - 1] ?? '';
         const q = qual(list.slice(0, -1));
-        const t = this.tables.get(`${q.schema}.${q.name}`);
+        const t = this.tables.get(objectKey(q.schema, q.name));
         set(
           t?.columns.find((c) => c.name === column),
           `COLUMN ${q.name}.${column}`,
@@ -575,7 +577,7 @@ export class DesiredStateBuilder {
       }
       case 'OBJECT_SEQUENCE': {
         const q = qual(list);
-        set(this.sequences.get(`${q.schema}.${q.name}`), `SEQUENCE ${q.name}`);
+        set(this.sequences.get(objectKey(q.schema, q.name)), `SEQUENCE ${q.name}`);
         return;
       }
       case 'OBJECT_SCHEMA': {
@@ -591,13 +593,13 @@ export class DesiredStateBuilder {
       case 'OBJECT_TYPE': {
         const parts = isRecord(obj['TypeName']) ? names(obj['TypeName']['names']) : [];
         const q = qual(parts);
-        const e = this.enums.get(`${q.schema}.${q.name}`);
+        const e = this.enums.get(objectKey(q.schema, q.name));
         if (!e)
           throw new DesiredStateError(
             `${this.where(s)}: COMMENT ON TYPE ${q.name}: the type is not declared`,
           );
         const { comment: _old, ...rest } = e;
-        this.enums.set(`${q.schema}.${q.name}`, text === undefined ? rest : { ...rest, comment: text });
+        this.enums.set(objectKey(q.schema, q.name), text === undefined ? rest : { ...rest, comment: text });
         return;
       }
       case 'OBJECT_INDEX': {
@@ -633,7 +635,7 @@ export class DesiredStateBuilder {
     const lists = (select?.['valuesLists'] as AstNode[] | undefined) ?? [];
     if (lists.length === 0)
       throw new DesiredStateError(`${what}: only INSERT ... VALUES declares reference rows`);
-    const key = `${schema}.${name}`;
+    const key = objectKey(schema, name);
     let set = this.rows.get(key);
     if (!set) {
       set = { schema, table: name, columns, rows: [], where: what };
@@ -660,13 +662,13 @@ export class DesiredStateBuilder {
   build(): SchemaModel {
     const tables: Table[] = [];
     const tableMap = new Map<string, TableDraft>();
-    for (const t of this.tables.values()) tableMap.set(`${t.schema}.${t.name}`, t);
+    for (const t of this.tables.values()) tableMap.set(objectKey(t.schema, t.name), t);
     // Serial columns: an owned sequence feeding the column's default is the same thing as `serial`.
     const sequences = new Map(this.sequences);
     for (const [key, seq] of this.sequences) {
       const owner = seq.ownedBy;
       if (!owner) continue;
-      const t = tableMap.get(`${owner.schema}.${owner.table}`);
+      const t = tableMap.get(objectKey(owner.schema, owner.table));
       if (t?.schema !== owner.schema || t.name !== owner.table) continue;
       const col = t.columns.find((c) => c.name === owner.column);
       if (!col || !col.default || col.identity) continue;
@@ -693,7 +695,7 @@ export class DesiredStateBuilder {
       }
       const constraints = t.constraints.map((c) => {
         if (c.kind !== 'ForeignKey' || c.refColumns.length > 0) return c;
-        const target = tableMap.get(`${c.refSchema}.${c.refTable}`);
+        const target = tableMap.get(objectKey(c.refSchema, c.refTable));
         const refPk = target?.constraints.find((x) => x.kind === 'PrimaryKey');
         if (!refPk)
           throw new DesiredStateError(
@@ -723,7 +725,7 @@ export class DesiredStateBuilder {
     }));
     const rows: RowSet[] = [];
     for (const r of this.rows.values()) {
-      const t = tableMap.get(`${r.schema}.${r.table}`);
+      const t = tableMap.get(objectKey(r.schema, r.table));
       const pk = t?.constraints.find((c) => c.kind === 'PrimaryKey');
       if (!t || !pk)
         throw new DesiredStateError(
@@ -805,7 +807,7 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>): strin
   const relname = single ? String(single['relname']) : undefined;
   const alias = single && isRecord(single['alias']) ? String(single['alias']['aliasname']) : undefined;
   const table = single
-    ? tables.get(`${String(single['schemaname'] ?? DEFAULT_SCHEMA)}.${relname ?? ''}`)
+    ? tables.get(objectKey(String(single['schemaname'] ?? DEFAULT_SCHEMA), relname ?? ''))
     : undefined;
   const strip = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(strip);

@@ -57,6 +57,23 @@ describe('diff', () => {
       'CREATE TABLE "public"."a""b" (\n  "Select" integer NOT NULL,\n  PRIMARY KEY ("Select")\n)',
     );
   });
+
+  test('keys that compare content keep names with dots and commas apart', async () => {
+    const schemas = 'CREATE SCHEMA "a.b"; CREATE SCHEMA a;';
+    const targets = `${schemas} CREATE TABLE "a.b".c (id int PRIMARY KEY); CREATE TABLE a."b.c" (id int PRIMARY KEY);
+      CREATE TYPE "a.b".e AS ENUM ('x'); CREATE TYPE a."b.e" AS ENUM ('x');`;
+    const fkTo = await load(`${targets} CREATE TABLE t (id int PRIMARY KEY, r int REFERENCES "a.b".c (id));`);
+    const fkOther = await load(
+      `${targets} CREATE TABLE t (id int PRIMARY KEY, r int REFERENCES a."b.c" (id));`,
+    );
+    assert.ok(plan(fkTo, fkOther).some((s) => s.includes('REFERENCES "a"."b.c"')));
+    const typed = await load(`${targets} CREATE TABLE t (id int PRIMARY KEY, v "a.b".e);`);
+    const retyped = await load(`${targets} CREATE TABLE t (id int PRIMARY KEY, v a."b.e");`);
+    assert.ok(plan(typed, retyped).some((s) => s.includes('TYPE "a"."b.e"')));
+    const oneColumn = await load('CREATE TABLE t ("a,b" int, a int, b int, PRIMARY KEY ("a,b"));');
+    const twoColumns = await load('CREATE TABLE t ("a,b" int, a int, b int, PRIMARY KEY (a, b));');
+    assert.ok(plan(oneColumn, twoColumns).some((s) => s.includes('PRIMARY KEY ("a", "b")')));
+  });
 });
 
 describe('literals', () => {
