@@ -432,7 +432,39 @@ export function needsLease(claim: Claim): boolean {
   return claim.type === 'Plan' || claim.type === 'Apply' || isProof(claim);
 }
 
-function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
+/**
+ * Whether the Job found under the claimed name is the object the claim recorded. Until a pass has seen the
+ * Job there is no UID to compare, and the Job bearing the name is the one this operation created.
+ */
+export function isClaimedJob(claim: Claim, job: JobObservation): boolean {
+  if (job.state === 'absent') return false;
+  return claim.jobUID === undefined || claim.jobUID === job.uid;
+}
+
+/**
+ * The name is borne by another object than the Job this operation created (deleted and recreated by
+ * someone else): whatever it reports is not this operation's result, so it is neither read nor touched.
+ * An Apply is then as good as missing: its outcome is unknown and it is never dispatched again; a read-only
+ * operation starts afresh under a new name (a proof, still owed for the Apply before it, as a proof).
+ */
+function jobReplaced(b: Builder, input: DecideInput, claim: Claim): void {
+  const message = `${claim.jobName} is not the Job this operation created; its result is not read`;
+  if (claim.type === 'Apply') {
+    b.event('Warning', 'ApplyOutcomeUnknown', message);
+    applyEnded(b, input, claim, 'Unknown');
+    return;
+  }
+  b.event('Warning', 'JobReplaced', message);
+  if (isProof(claim)) {
+    claimOperation(b, input, 'Observe', proofOptions(claim));
+    return;
+  }
+  endChain(b, claim);
+  b.requeue(0);
+}
+
+function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
+  let claim = claimed;
   const { schema } = input;
   const st = b.status;
   const dispatchedApply = claim.type === 'Apply' && claim.dispatchStarted === true;
@@ -471,10 +503,27 @@ function handleClaim(b: Builder, input: DecideInput, claim: Claim): void {
       dispatchApply(b, input, claim, leaseSeconds);
       return;
     }
+    // A read-only Job that vanished is created again under the same name: that is another object, so the
+    // UID recorded for the vanished one goes and the next pass records the new one.
+    if (claim.jobUID !== undefined) {
+      const { jobUID: _vanished, ...unrecorded } = claim;
+      claim = unrecorded;
+      st.claim = claim;
+    }
     if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
     b.post.push({ kind: 'createJob', claim });
     b.requeue(JOB_POLL_MS);
     return;
+  }
+
+  if (!isClaimedJob(claim, job)) {
+    jobReplaced(b, input, claim);
+    return;
+  }
+  if (claim.jobUID === undefined && job.uid !== '') {
+    // From now on only this object's result counts: a Job recreated under the name is somebody else's.
+    claim = { ...claim, jobUID: job.uid };
+    st.claim = claim;
   }
 
   if (input.leaseContinuityLost === true && needsLease(claim)) {
@@ -803,11 +852,16 @@ function lastApplyOutcome(st: SchemaStatus): string | undefined {
 function applyEnded(b: Builder, input: DecideInput, claim: Claim, outcome: 'Succeeded' | 'Unknown'): void {
   b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
   b.cond('Applying', 'False', 'VerifyingConvergence', 'the apply ended');
-  claimOperation(b, input, 'Observe', {
+  claimOperation(b, input, 'Observe', proofOptions(claim));
+}
+
+/** The proof of an Apply carries its plan and approval references, never the plan status itself. */
+function proofOptions(claim: Claim): ClaimOptions {
+  return {
     ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
     ...(claim.approvalRef !== undefined ? { approval: claim.approvalRef } : {}),
     proof: true,
-  });
+  };
 }
 
 function converged(b: Builder, input: DecideInput, claim: Claim): void {

@@ -65,13 +65,20 @@ export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): H
   return { kind: 'refused', message: accepted.message };
 }
 
-/** Reads the result from the one Pod the claimed Job (this UID, not merely this name) controls. */
+/**
+ * Reads the result from the one Pod the claimed Job (this UID, not merely this name) controls; `jobUid` is the
+ * Job found under the claimed name, which must be the one the claim recorded once it has recorded one.
+ */
 export async function harvestJob(
   core: CoreV1Api,
   namespace: string,
   claim: Claim,
   jobUid: string,
 ): Promise<Harvest> {
+  // Once the claim has recorded its Job, a Job of another UID under that name is someone else's object.
+  if (claim.jobUID !== undefined && claim.jobUID !== jobUid) {
+    return { kind: 'refused', message: 'the Job under the claimed name is not the Job the claim recorded' };
+  }
   let pods: V1Pod[];
   try {
     pods = await jobPods(core, namespace, { name: claim.jobName, uid: jobUid });

@@ -36,7 +36,7 @@ import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import { buildSourceSnapshot, SNAPSHOT_COMPONENT, unusedSnapshots } from '../snapshot/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
-import { decide, type Decision, type EventSpec, type PostAction } from './decide.ts';
+import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { harvestJob, observeJob } from './harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from './kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, PublishedPlan, SchemaView } from './model.ts';
@@ -104,7 +104,12 @@ export class SchemaReconciler {
         if (held?.holder !== ours || held.epoch !== claim.leaseEpoch)
           extra = { ...extra, leaseContinuityLost: true };
       }
-      if (observed.state === 'finished' && extra.leaseContinuityLost !== true) {
+      // A Job recreated under the claimed name by someone else is never read (decide says what follows).
+      if (
+        observed.state === 'finished' &&
+        extra.leaseContinuityLost !== true &&
+        isClaimedJob(claim, observed)
+      ) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
         extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
         if (claim.type !== 'Apply' && claim.planRef !== undefined) {

@@ -610,6 +610,98 @@ describe('schema lifecycle decision', () => {
     );
   });
 
+  it('records the UID of the Job it finds under the claimed name, once, and keeps it while the Job runs', () => {
+    const s = schema(decide(input(schema({}), T0)).status);
+    assert.equal(s.status.claim!.jobUID, undefined, 'no UID before any Job exists');
+    const d = decide(input(s, T0 + 10, { job: { state: 'running', uid: 'job-uid' } }));
+    assert.equal(d.status.claim?.jobUID, 'job-uid');
+    const again = decide(input(schema(d.status), T0 + 20, { job: { state: 'running', uid: 'job-uid' } }));
+    assert.deepEqual(again.status.claim, d.status.claim, 'seeing the same Job changes nothing');
+  });
+
+  it('a read-only Job recreated under the claimed name by someone else is never harvested', () => {
+    const s0 = schema(decide(input(schema({}), T0)).status);
+    const s = schema(decide(input(s0, T0 + 10, { job: { state: 'running', uid: 'job-uid' } })).status);
+    // The stranger's Pod reports an in-sync database for this very operation id.
+    const d = decide(
+      input(s, T0 + 5000, {
+        job: { state: 'finished', uid: 'other-uid', succeeded: true },
+        harvest: result(s.status.claim!, 'succeeded', { drift }),
+      }),
+    );
+    assert.equal(d.status.drift, undefined, 'nothing it reported is recorded');
+    assert.notEqual(d.status.claim?.type, 'Plan', 'its reading does not lead on to a Plan');
+    assert.ok(!d.post.some((a) => a.kind === 'finishJob'), "somebody else's Job is left alone");
+    assert.ok(d.events.some((e) => e.reason === 'JobReplaced'));
+    // The next pass reads afresh under a new Job name.
+    const next = decide(input(schema(d.status), T0 + 6000));
+    assert.equal(next.status.claim?.type, 'Observe');
+    assert.notEqual(next.status.claim?.jobName, s.status.claim!.jobName);
+  });
+
+  it('a read-only Job that vanished is created again, and the UID of the vanished one is forgotten', () => {
+    const s0 = schema(decide(input(schema({}), T0)).status);
+    const s = schema(decide(input(s0, T0 + 10, { job: { state: 'running', uid: 'job-uid' } })).status);
+    const d = decide(input(s, T0 + 20, { job: { state: 'absent' } }));
+    const create = d.post.find((a) => a.kind === 'createJob');
+    assert.equal(create?.kind === 'createJob' && create.claim.jobName, s.status.claim!.jobName);
+    assert.equal(d.status.claim?.jobUID, undefined);
+    const recreated = decide(input(schema(d.status), T0 + 30, { job: { state: 'running', uid: 'new-uid' } }));
+    assert.equal(recreated.status.claim?.jobUID, 'new-uid', 'the Job it created itself is its own again');
+  });
+
+  it('an Apply whose Job was recreated by someone else is an unknown outcome, never harvested or redone', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    const apply = d.status.claim!;
+    assert.equal(apply.dispatchStarted, true);
+    d = decide(input(schema(d.status, s.spec), T0 + 6000, { job: { state: 'running', uid: 'apply-uid' } }));
+    assert.equal(d.status.claim?.jobUID, 'apply-uid');
+    const after = decide(
+      input(schema(d.status, s.spec), T0 + 9000, {
+        job: { state: 'finished', uid: 'other-uid', succeeded: true },
+        harvest: result(apply, 'succeeded', {}),
+      }),
+    );
+    assert.ok(!after.post.some((a) => a.kind === 'createJob' || a.kind === 'finishJob'));
+    assert.equal(after.status.claim?.type, 'Observe', 'a proof reads the database next');
+    assert.equal(after.status.phase, 'VerifyingConvergence');
+    const finishedEntries = after.status.journal?.entries.filter((e) => e.type === 'ApplyFinished') ?? [];
+    assert.deepEqual(
+      finishedEntries.map((e) => e.outcome),
+      ['Unknown'],
+      'the reported success is not believed',
+    );
+    assert.ok(after.events.some((e) => e.reason === 'ApplyOutcomeUnknown'));
+  });
+
+  it('a proof whose Job was recreated by someone else is read again as a proof', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    d = decide(
+      input(schema(d.status, s.spec), T0 + 6000, {
+        job: finished,
+        harvest: result(d.status.claim!, 'succeeded', {}),
+      }),
+    );
+    const proof = d.status.claim!;
+    assert.equal(proof.planRef?.name, 'ptah-plan-1');
+    d = decide(input(schema(d.status, s.spec), T0 + 7000, { job: { state: 'running', uid: 'proof-uid' } }));
+    const after = decide(
+      input(schema(d.status, s.spec), T0 + 8000, {
+        job: { state: 'finished', uid: 'other-uid', succeeded: true },
+        harvest: result(proof, 'succeeded', { drift }),
+      }),
+    );
+    assert.notEqual(after.status.claim?.type, 'Plan', "the stranger's reading proves nothing");
+    assert.equal(after.status.claim?.type, 'Observe');
+    assert.deepEqual(after.status.claim?.planRef, proof.planRef, 'still a proof of the same Apply');
+    assert.notEqual(after.status.claim?.jobName, proof.jobName);
+    assert.equal(after.status.phase, 'VerifyingConvergence');
+  });
+
   it('a result produced across a change of the realm Lease epoch is discarded, never read', () => {
     let s = schema(decide(input(schema({}), T0)).status);
     const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));

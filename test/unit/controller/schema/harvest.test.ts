@@ -82,6 +82,20 @@ describe('harvest: only Pods the claimed Job controls', () => {
     assert.deepEqual(h, { kind: 'refused', message: 'the Job has no Pod' });
   });
 
+  it('a Job recreated under the claimed name is not read, however clean its own Pod reports', async () => {
+    const recorded: Claim = { ...claim, jobUID: JOB_UID };
+    const theirs = pod('theirs', 'recreated-uid');
+    const h = await harvestJob(
+      core([theirs], { theirs: frame('succeeded', 0) }),
+      'ns',
+      recorded,
+      'recreated-uid',
+    );
+    assert.equal(h.kind, 'refused', JSON.stringify(h));
+    const same = await harvestJob(core([ours], logs), 'ns', recorded, JOB_UID);
+    assert.equal(same.kind, 'accepted', 'the recorded Job itself is still read');
+  });
+
   it('an owner that is not a Job, or no controller reference, does not count', () => {
     const notController = pod('loose', JOB_UID);
     notController.metadata!.ownerReferences![0]!.controller = false;
