@@ -14,7 +14,7 @@ import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
-import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import { startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { freePort } from '../env/ports.ts';
@@ -127,33 +127,10 @@ export async function startE2E(): Promise<E2E> {
     });
     const webhookPort = await freePort();
     const caBundle = readFileSync(ca.certFile).toString('base64');
-    const hook = (name: string, path: string) => ({
-      name: `${name}.${API_GROUP}`,
-      clientConfig: { url: `https://127.0.0.1:${webhookPort}${path}`, caBundle },
-      rules: [
-        {
-          apiGroups: [API_GROUP],
-          apiVersions: [API_VERSION],
-          resources: ['ptahschemaapprovals'],
-          operations: ['CREATE'],
-          scope: 'Namespaced',
-        },
-      ],
-      failurePolicy: 'Fail',
-      sideEffects: 'None',
-      admissionReviewVersions: ['v1'],
-      timeoutSeconds: 10,
-    });
+    const webhooks = approvalWebhookConfigurations({ baseUrl: `https://127.0.0.1:${webhookPort}`, caBundle });
     const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-    await reg.createMutatingWebhookConfiguration({
-      body: {
-        metadata: { name: 'ptah-mapproval' },
-        webhooks: [{ ...hook('mapproval', WEBHOOK_PATHS.mapproval), reinvocationPolicy: 'Never' }],
-      },
-    });
-    await reg.createValidatingWebhookConfiguration({
-      body: { metadata: { name: 'ptah-vapproval' }, webhooks: [hook('vapproval', WEBHOOK_PATHS.vapproval)] },
-    });
+    await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
+    await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
 
     const managerLogs: string[] = [];
     let starts = 0;

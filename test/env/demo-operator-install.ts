@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
-import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import type { EnvironmentDescription } from './environment.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { freePort } from './ports.ts';
@@ -165,38 +165,19 @@ async function bindPeople(admin: k8s.KubeConfig, description: EnvironmentDescrip
 /** Points both approval webhooks at the manager's port, replacing registrations left from an earlier run. */
 async function registerWebhooks(admin: k8s.KubeConfig, port: number, caFile: string): Promise<void> {
   const caBundle = readFileSync(caFile).toString('base64');
-  const hook = (name: string, path: string) => ({
-    name: `${name}.${API_GROUP}`,
-    clientConfig: { url: `https://127.0.0.1:${port}${path}`, caBundle },
-    rules: [
-      {
-        apiGroups: [API_GROUP],
-        apiVersions: [API_VERSION],
-        resources: ['ptahschemaapprovals'],
-        operations: ['CREATE' as const],
-        scope: 'Namespaced',
-      },
-    ],
-    failurePolicy: 'Fail',
-    sideEffects: 'None',
-    admissionReviewVersions: ['v1'],
-    timeoutSeconds: 10,
-  });
+  const webhooks = approvalWebhookConfigurations({ baseUrl: `https://127.0.0.1:${port}`, caBundle });
   const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
   const ignoreMissing = (error: unknown) => {
     if (!(error instanceof k8s.ApiException && error.code === 404)) throw error;
   };
-  await reg.deleteMutatingWebhookConfiguration({ name: 'ptah-mapproval' }).catch(ignoreMissing);
-  await reg.deleteValidatingWebhookConfiguration({ name: 'ptah-vapproval' }).catch(ignoreMissing);
-  await reg.createMutatingWebhookConfiguration({
-    body: {
-      metadata: { name: 'ptah-mapproval' },
-      webhooks: [{ ...hook('mapproval', WEBHOOK_PATHS.mapproval), reinvocationPolicy: 'Never' }],
-    },
-  });
-  await reg.createValidatingWebhookConfiguration({
-    body: { metadata: { name: 'ptah-vapproval' }, webhooks: [hook('vapproval', WEBHOOK_PATHS.vapproval)] },
-  });
+  await reg
+    .deleteMutatingWebhookConfiguration({ name: webhooks.mutating.metadata!.name! })
+    .catch(ignoreMissing);
+  await reg
+    .deleteValidatingWebhookConfiguration({ name: webhooks.validating.metadata!.name! })
+    .catch(ignoreMissing);
+  await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
+  await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
   console.log(
     `install: approval webhooks registered (mutating ${WEBHOOK_PATHS.mapproval}, validating ${WEBHOOK_PATHS.vapproval}) -> 127.0.0.1:${port}`,
   );

@@ -11,7 +11,8 @@ import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { startAdmissionServer, type AdmissionServer } from '../../src/admission/server.ts';
 import { kubernetesApprovalSubjects } from '../../src/admission/approval-subjects.ts';
-import { approvalWebhooks, WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { approvalWebhooks } from '../../src/admission/webhooks.ts';
+import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import { buildCrds } from '../../src/api/crds.ts';
 import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
@@ -120,36 +121,15 @@ before(async () => {
   });
 
   const caBundle = Buffer.from(readFileSync(ca.certFile)).toString('base64');
-  const hook = (name: string, path: string) => ({
-    name: `${name}.${group}`,
-    clientConfig: { url: `${webhook.url}${path}`, caBundle },
-    rules: [
-      {
-        apiGroups: [group],
-        apiVersions: [version],
-        resources: ['ptahschemaapprovals'],
-        operations: ['CREATE'],
-        scope: 'Namespaced',
-      },
-    ],
-    failurePolicy: 'Fail',
-    sideEffects: 'None',
-    admissionReviewVersions: ['v1'],
+  const webhooks = approvalWebhookConfigurations({
+    baseUrl: webhook.url,
+    caBundle,
+    names: { mutating: 'ptah-test-mapproval', validating: 'ptah-test-vapproval' },
     timeoutSeconds: 5,
   });
   const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-  await reg.createMutatingWebhookConfiguration({
-    body: {
-      metadata: { name: 'ptah-test-mapproval' },
-      webhooks: [{ ...hook('mapproval', WEBHOOK_PATHS.mapproval), reinvocationPolicy: 'Never' }],
-    },
-  });
-  await reg.createValidatingWebhookConfiguration({
-    body: {
-      metadata: { name: 'ptah-test-vapproval' },
-      webhooks: [hook('vapproval', WEBHOOK_PATHS.vapproval)],
-    },
-  });
+  await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
+  await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
 
   // A schema waiting on plan 1, as the manager would leave it.
   const objects = admin.makeApiClient(k8s.CustomObjectsApi);
