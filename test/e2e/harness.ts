@@ -5,17 +5,20 @@
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import pg from 'pg';
 import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
-import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
+import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
-import { startEnvironment, type Environment } from '../env/environment.ts';
+import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { freePort } from '../env/ports.ts';
 import { startProcess, type ManagedProcess } from '../env/process.ts';
@@ -188,6 +191,83 @@ export async function startE2E(): Promise<E2E> {
   }
 }
 
+/**
+ * One environment and one manager for a whole test file, started before its tests and stopped after them;
+ * where the node agent cannot run, `skip` says why (pass it to describe) and nothing starts.
+ * `e2e()` is valid only inside tests and hooks, once the environment is up.
+ */
+export function useE2E(): { readonly skip: string | false; e2e(): E2E } {
+  const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
+  let current: E2E | undefined;
+  before(async () => {
+    if (skip) return;
+    current = await startE2E();
+    await current.startManager();
+  });
+  after(async () => {
+    await current?.stop();
+  });
+  return {
+    skip,
+    e2e() {
+      if (!current) throw new Error('the e2e environment is not started');
+      return current;
+    },
+  };
+}
+
+/** Runs one statement on its own connection and returns its rows. */
+export async function query(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(sql)).rows as Record<string, unknown>[];
+  } finally {
+    await client.end();
+  }
+}
+
+/** Statements run in one database that match, from the server's own log. */
+export function statementsIn(e2e: E2E, database: string, pattern: RegExp): string[] {
+  return e2e.env
+    .postgres!.statements()
+    .filter((st) => st.database === database && pattern.test(st.sql))
+    .map((st) => st.sql);
+}
+
+/** The approver creates a PtahSchemaApproval; `forgedApprover` is what a client might claim to be. */
+export async function createApproval(
+  e2e: E2E,
+  name: string,
+  spec: { schema: { name: string; uid: string }; plan: { name: string; uid: string }; fingerprint: string },
+  forgedApprover?: string,
+): Promise<PtahSchemaApproval> {
+  const api = e2e.approver.makeApiClient(k8s.CustomObjectsApi);
+  return (await api.createNamespacedCustomObject({
+    ...at(e2e, 'ptahschemaapprovals'),
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahSchemaApproval',
+      metadata: { name },
+      spec: {
+        schemaRef: spec.schema,
+        planRef: spec.plan,
+        planFingerprint: spec.fingerprint,
+        ...(forgedApprover ? { approver: { username: forgedApprover, groups: ['system:masters'] } } : {}),
+      },
+    },
+  })) as PtahSchemaApproval;
+}
+
+/** Events about one object with one reason. */
+export async function eventsOf(e2e: E2E, name: string, reason: string): Promise<k8s.CoreV1Event[]> {
+  const list = await e2e.core.listNamespacedEvent({
+    namespace: e2e.namespace,
+    fieldSelector: `involvedObject.name=${name},reason=${reason}`,
+  });
+  return list.items;
+}
+
 export function at(e2e: E2E, plural: string) {
   return { group: API_GROUP, version: API_VERSION, namespace: e2e.namespace, plural };
 }
@@ -261,12 +341,45 @@ export async function createSchema(
   })) as PtahSchema;
 }
 
+/**
+ * A schema with everything it needs, named after it: database `<name>_db` (holding `existing` first, as a
+ * database found in that state), its URL in Secret `<name>-db`, `data` in ConfigMap `<name>-src`, and the
+ * PtahSchema declaring schema.sql from it. Returns the database URL.
+ */
+export async function declareSchema(
+  e2e: E2E,
+  name: string,
+  options: {
+    data: Record<string, string>;
+    existing?: string;
+    policy?: Record<string, unknown>;
+    interval?: string;
+  },
+): Promise<string> {
+  const url = await e2e.env.postgres!.createDatabase(`${name}_db`);
+  if (options.existing !== undefined) await query(url, options.existing);
+  await createSecret(e2e, `${name}-db`, url);
+  await createSource(e2e, `${name}-src`, options.data);
+  await createSchema(e2e, name, {
+    source: `${name}-src`,
+    secret: `${name}-db`,
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.interval ? { interval: options.interval } : {}),
+  });
+  return url;
+}
+
 export async function schemaJobs(e2e: E2E, name: string): Promise<k8s.V1Job[]> {
   const list = await e2e.batch.listNamespacedJob({
     namespace: e2e.namespace,
     labelSelector: `${API_GROUP}/schema=${name}`,
   });
   return list.items;
+}
+
+/** A schema's Jobs of one operation (observe, plan, apply, ...), by the label the manager sets. */
+export async function operationJobs(e2e: E2E, name: string, operation: string): Promise<k8s.V1Job[]> {
+  return (await schemaJobs(e2e, name)).filter((j) => j.metadata?.labels?.[LABELS.operation] === operation);
 }
 
 /** With PTAH_E2E_DEBUG set: the resource status and every Pod's container states and logs, to stderr. */
