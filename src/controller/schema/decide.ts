@@ -73,7 +73,8 @@ export type PreAction = { readonly kind: 'acquireLease'; readonly durationSecond
 
 export type PostAction =
   | { readonly kind: 'createJob'; readonly claim: Claim }
-  | { readonly kind: 'finishJob'; readonly jobName: string }
+  /** Set the finished Job's TTL, or delete a running one; `jobUID`, when recorded, names the only Job it may touch. */
+  | { readonly kind: 'finishJob'; readonly jobName: string; readonly jobUID?: string }
   | {
       readonly kind: 'consumeApproval';
       readonly name: string;
@@ -480,7 +481,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
           input.resolution.value.configMapUID !== st.resolution?.configMapUID));
     if (moved) {
       st.claim = undefined;
-      b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+      b.post.push(finishJob(claim));
       if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
       b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
       b.requeue(0);
@@ -532,7 +533,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       'LeaseContinuityLost',
       `the realm Lease changed hands while ${claim.jobName} ran; its result is discarded`,
     );
-    b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+    b.post.push(finishJob(claim));
     if (claim.type === 'Apply') {
       applyEnded(b, input, claim, 'Unknown');
       return;
@@ -557,7 +558,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       return;
     }
   }
-  b.post.push({ kind: 'finishJob', jobName: claim.jobName });
+  b.post.push(finishJob(claim));
 
   if (harvest.kind !== 'accepted') {
     const reason =
@@ -1028,4 +1029,12 @@ export function errorReason(result: RunnerResult, fallback: string): string {
 /** A digest of the status fields a reader compares, to skip writes that change nothing. */
 export function statusDigest(status: SchemaStatus): string {
   return canonicalDigest(JSON.parse(JSON.stringify(status)) as never);
+}
+
+function finishJob(claim: Claim): PostAction {
+  return {
+    kind: 'finishJob',
+    jobName: claim.jobName,
+    ...(claim.jobUID !== undefined ? { jobUID: claim.jobUID } : {}),
+  };
 }

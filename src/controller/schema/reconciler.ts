@@ -223,6 +223,8 @@ export class SchemaReconciler {
       case 'finishJob': {
         const job = await readJob(batch, view.namespace, action.jobName);
         if (job === undefined) return;
+        // A Job recreated under the claimed name by someone else is not ours to clean up.
+        if (action.jobUID !== undefined && job.metadata?.uid !== action.jobUID) return;
         if (observeJob(job).state === 'finished') {
           if (job.spec?.ttlSecondsAfterFinished === undefined) {
             await batch
@@ -247,8 +249,14 @@ export class SchemaReconciler {
               namespace: view.namespace,
               name: action.jobName,
               propagationPolicy: 'Background',
+              // Only the object just read: a Job recreated under the name in between stays.
+              ...(job.metadata?.uid !== undefined
+                ? { body: { preconditions: { uid: job.metadata.uid } } }
+                : {}),
             }),
-          );
+          ).catch((error: unknown) => {
+            if (!isConflict(error)) throw error;
+          });
         }
         return;
       }

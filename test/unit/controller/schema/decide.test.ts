@@ -474,6 +474,22 @@ describe('schema lifecycle decision', () => {
     assert.equal(suspended.status.claim?.type, 'Apply', 'a running Apply is still observed to its end');
   });
 
+  it('a withdrawn claim cleans up only the Job whose UID it recorded', () => {
+    const claimed = decide(input(schema({}), T0)).status;
+    const seen = decide(
+      input(schema(claimed), T0 + 1000, { job: { state: 'running', uid: 'job-uid' } }),
+    ).status;
+    assert.equal(seen.claim?.jobUID, 'job-uid');
+    const d = decide(
+      input(schema(seen, spec({ suspend: true })), T0 + 2000, { job: { state: 'running', uid: 'job-uid' } }),
+    );
+    assert.equal(d.status.claim, undefined);
+    assert.deepEqual(
+      d.post.filter((a) => a.kind === 'finishJob'),
+      [{ kind: 'finishJob', jobName: seen.claim!.jobName, jobUID: 'job-uid' }],
+    );
+  });
+
   it('blocks an unsupported engine and a realm conflict before any Job', () => {
     const u = decide(input(schema({}), T0, { engineSupported: false }));
     assert.equal(u.status.phase, 'Blocked');
