@@ -4,12 +4,10 @@
  * by the manager process itself, and the manager started as a separate process with the manager
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
-import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
 import { parseAllDocuments } from 'yaml';
@@ -22,6 +20,14 @@ import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/e
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { freePort } from '../env/ports.ts';
 import { startProcess, type ManagedProcess } from '../env/process.ts';
+import { eventually as eventuallyWithin } from '../env/eventually.ts';
+
+/** End-to-end waits span whole Jobs, so they default to 90 s. */
+export const eventually = <T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 90_000,
+): Promise<T> => eventuallyWithin(what, probe, timeoutMs, 300);
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const RUNNER_IMAGE = 'ptah.local/ptah-runner:e2e';
@@ -44,26 +50,6 @@ function kubeconfig(file: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(file);
   return kc;
-}
-
-export async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 90_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      assert.fail(`${what}: not observed within ${timeoutMs} ms ${last ? String(last) : ''}`);
-    await sleep(300);
-  }
 }
 
 async function createAll(admin: k8s.KubeConfig, file: string): Promise<void> {

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 
 const TCP_LISTEN = '0A';
 
@@ -63,4 +64,16 @@ export function descendants(root: number): number[] {
     }
   }
   return out;
+}
+
+/** True when a TCP connect to the port is refused: nothing listens there any more. */
+export async function portRefusesConnections(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
 }

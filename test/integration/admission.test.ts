@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
@@ -18,6 +17,7 @@ import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
+import { eventually } from '../env/eventually.ts';
 
 const d = (s: string) => sha256Digest(s);
 const group = API_GROUP;
@@ -33,20 +33,6 @@ function kubeconfig(file: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(file);
   return kc;
-}
-
-async function eventually<T>(
-  what: string,
-  attempt: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await attempt();
-    if (result !== undefined) return result;
-    if (Date.now() > deadline) assert.fail(`${what}: not observed within ${timeoutMs} ms`);
-    await sleep(250);
-  }
 }
 
 let schemaUID = '';

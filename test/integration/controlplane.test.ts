@@ -5,10 +5,10 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
+import { eventually } from '../env/eventually.ts';
 
 let cp: ControlPlane;
 
@@ -33,21 +33,6 @@ function statusCode(error: unknown): number | undefined {
 function errorText(error: unknown): string {
   if (error instanceof k8s.ApiException) return `${error.code} ${String(error.body)}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Admission configuration reaches the API server asynchronously; retry until it shows. */
-async function eventually<T>(
-  what: string,
-  attempt: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await attempt();
-    if (result !== undefined) return result;
-    if (Date.now() > deadline) assert.fail(`${what}: not observed within ${timeoutMs} ms`);
-    await sleep(250);
-  }
 }
 
 async function createNamespace(name: string): Promise<void> {

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sendHttpRequest } from '../env/http-client.ts';
 import { gitSshArgs, gitSshCommand, startGitServer, type GitServer } from '../env/git-server.ts';
+import { portRefusesConnections, processAlive } from '../env/host-state.ts';
 
 const run = promisify(execFile);
 
@@ -48,30 +48,10 @@ function authHeaderEnv(auth: { username: string; password: string }): Record<str
   };
 }
 
-async function portRefusesConnections(port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
-}
-
-function processIsGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
-}
-
 async function assertStopsCleanly(server: GitServer): Promise<void> {
   const httpPort = Number(new URL(server.httpBaseUrl).port);
   await server.stop();
-  assert.ok(processIsGone(server.sshdPid), 'sshd has exited');
+  assert.ok(!processAlive(server.sshdPid), 'sshd has exited');
   assert.ok(await portRefusesConnections(server.sshPort), 'nothing listens on the SSH port');
   assert.ok(await portRefusesConnections(httpPort), 'nothing listens on the HTTP port');
 }

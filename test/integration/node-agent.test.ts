@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { ApiError, createApiClient, type ApiClient } from '../env/node-agent/api-client.ts';
 import { startNodeAgent, type NodeAgent } from '../env/node-agent/index.ts';
 import type { Pod } from '../env/node-agent/types.ts';
+import { eventually } from '../env/eventually.ts';
 
 // Containers here run /bin/sh scripts: starting a shell costs milliseconds, a Node program a second.
 const SHELL_IMAGE = 'registry.test/ptah/shell:1';
@@ -44,20 +44,6 @@ after(async () => {
   await cp?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) assert.fail(`${what}: not observed within ${timeoutMs} ms`);
-    await sleep(200);
-  }
-}
 
 function shellContainer(name: string, script: string, extra: Record<string, unknown> = {}) {
   return { name, image: SHELL_IMAGE, args: [script], ...extra };

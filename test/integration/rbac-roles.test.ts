@@ -5,7 +5,6 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
@@ -13,6 +12,11 @@ import { buildCrds } from '../../src/api/crds.ts';
 import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import { eventually } from '../env/eventually.ts';
+
+/** RBAC and CRD status answer yes or no; wait for the yes. */
+const eventuallyTrue = (what: string, probe: () => Promise<boolean>): Promise<true> =>
+  eventually(what, async () => ((await probe()) ? (true as const) : undefined), 15_000, 200);
 
 const ROLES_FILE = fileURLToPath(new URL('../../deploy/rbac/user-roles.yaml', import.meta.url));
 const ROLE_NAMES = ['ptah-viewer', 'ptah-schema-editor', 'ptah-approver', 'ptah-plan-reader'];
@@ -35,14 +39,6 @@ function shippedRoles(): k8s.V1ClusterRole[] {
   return parseAllDocuments(readFileSync(ROLES_FILE, 'utf8'))
     .map((doc) => doc.toJSON() as k8s.V1ClusterRole | null)
     .filter((role): role is k8s.V1ClusterRole => role !== null);
-}
-
-async function eventually(what: string, attempt: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await attempt())) {
-    if (Date.now() > deadline) assert.fail(`${what}: not observed within ${timeoutMs} ms`);
-    await sleep(200);
-  }
 }
 
 async function bind(role: string, subject: string): Promise<void> {
@@ -130,7 +126,7 @@ before(async () => {
   const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
   for (const body of crdClientModels()) await ext.createCustomResourceDefinition({ body });
   for (const crd of buildCrds()) {
-    await eventually(`CRD ${crd.metadata.name} established`, async () => {
+    await eventuallyTrue(`CRD ${crd.metadata.name} established`, async () => {
       const c = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
       return c.status?.conditions?.some((x) => x.type === 'Established' && x.status === 'True') ?? false;
     });
@@ -145,7 +141,7 @@ before(async () => {
     body: { metadata: { name: 'orders-db' }, stringData: { url: 'postgres://u:p@127.0.0.1:1/orders' } },
   });
   // RBAC is served from an informer cache: wait until the last binding is seen.
-  await eventually('the viewer binding to take effect', () =>
+  await eventuallyTrue('the viewer binding to take effect', () =>
     userCan(VIEWER, { verb: 'get', resource: 'ptahschemas' }),
   );
 });
@@ -308,7 +304,7 @@ describe('Secrets and plan bytes', () => {
     const reader = 'plan-reader@example.com';
     assert.equal(await userCan(reader, { verb: 'get', resource: 'configmaps', group: '' }), false);
     await bind('ptah-plan-reader', reader);
-    await eventually('the plan-reader binding to take effect', () =>
+    await eventuallyTrue('the plan-reader binding to take effect', () =>
       userCan(reader, { verb: 'get', resource: 'configmaps', group: '' }),
     );
     assert.equal(await userCan(reader, { verb: 'get', resource: 'secrets', group: '' }), false);

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { sendHttpRequest, type HttpRequestOptions } from '../env/http-client.ts';
 import { startRegistry, type RegistryServer } from '../env/registry.ts';
+import { portRefusesConnections, processAlive } from '../env/host-state.ts';
 
 const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 
@@ -75,27 +75,6 @@ async function pushImage(
   return { layer, layerDigest, manifest, manifestDigest };
 }
 
-async function portRefusesConnections(host: string): Promise<boolean> {
-  const [address, port] = host.split(':');
-  return await new Promise((resolve) => {
-    const socket = connect({ host: address, port: Number(port) });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
-}
-
-function processIsGone(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
-}
-
 test('registry over plain HTTP: a pushed blob and manifest read back by tag and digest, and can be deleted', async () => {
   const registry = await startRegistry();
   try {
@@ -134,8 +113,11 @@ test('registry over plain HTTP: a pushed blob and manifest read back by tag and 
   } finally {
     await registry.stop();
   }
-  assert.ok(processIsGone(registry.pid), 'docker-registry has exited');
-  assert.ok(await portRefusesConnections(registry.host), 'nothing listens on the port any more');
+  assert.ok(!processAlive(registry.pid), 'docker-registry has exited');
+  assert.ok(
+    await portRefusesConnections(Number(registry.host.split(':')[1])),
+    'nothing listens on the port any more',
+  );
 });
 
 test('registry with TLS and basic auth: the CA verifies it, anonymous and wrong credentials are refused', async () => {
@@ -173,6 +155,6 @@ test('registry with TLS and basic auth: the CA verifies it, anonymous and wrong 
   } finally {
     await registry.stop();
   }
-  assert.ok(processIsGone(registry.pid));
-  assert.ok(await portRefusesConnections(registry.host));
+  assert.ok(!processAlive(registry.pid));
+  assert.ok(await portRefusesConnections(Number(registry.host.split(':')[1])));
 });
