@@ -19,7 +19,8 @@ import { approvalWebhookConfigurations } from '../../src/admission/webhook-confi
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { freePort } from '../env/ports.ts';
-import { startProcess, type ManagedProcess } from '../env/process.ts';
+import type { ManagedProcess } from '../env/process.ts';
+import { startManagerProcess } from '../env/manager-process.ts';
 import { eventually as eventuallyWithin } from '../env/eventually.ts';
 
 /** End-to-end waits span whole Jobs, so they default to 90 s. */
@@ -136,27 +137,17 @@ export async function startE2E(): Promise<E2E> {
         starts += 1;
         const logFile = join(env.dir, `manager-${starts}.log`);
         managerLogs.push(logFile);
-        const proc = startProcess(
-          'ptah-operator',
-          process.execPath,
-          [join(ROOT, 'bin/ptah-operator.mjs')],
+        const proc = startManagerProcess({
+          kubeconfig: cp.kubeconfigs.manager,
+          coordinationNamespace: 'ptah-system',
+          runnerImage: RUNNER_IMAGE,
+          identity: `e2e-manager-${starts}`,
+          leaderLeaseSeconds: 5,
+          logLevel: 'debug',
+          webhook: { certFile: serving.certFile, keyFile: serving.keyFile, port: webhookPort },
           logFile,
-          {
-            env: {
-              PATH: process.env['PATH'] ?? '',
-              KUBECONFIG: cp.kubeconfigs.manager,
-              PTAH_COORDINATION_NAMESPACE: 'ptah-system',
-              PTAH_RUNNER_IMAGE: RUNNER_IMAGE,
-              PTAH_MANAGER_IDENTITY: `e2e-manager-${starts}`,
-              PTAH_LEADER_LEASE_SECONDS: '5',
-              PTAH_LOG_LEVEL: 'debug',
-              PTAH_WEBHOOK_CERT_FILE: serving.certFile,
-              PTAH_WEBHOOK_KEY_FILE: serving.keyFile,
-              PTAH_WEBHOOK_PORT: String(webhookPort),
-              ...extraEnv,
-            },
-          },
-        );
+          extraEnv,
+        });
         e2e.manager = proc;
         return proc;
       },

@@ -16,7 +16,8 @@ import { approvalWebhookConfigurations } from '../../src/admission/webhook-confi
 import type { EnvironmentDescription } from './environment.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { freePort } from './ports.ts';
-import { startProcess, type ManagedProcess } from './process.ts';
+import type { ManagedProcess } from './process.ts';
+import { startManagerProcess } from './manager-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const DEMO_RUNNER_IMAGE = 'ptah.local/ptah-runner:demo';
@@ -246,25 +247,15 @@ export async function installOperator(
   if (!existsSync(description.kubeconfigs.manager)) {
     throw new Error(`the manager kubeconfig ${description.kubeconfigs.manager} does not exist`);
   }
-  const manager = startProcess(
-    'ptah-operator',
-    process.execPath,
-    [join(ROOT, 'bin/ptah-operator.mjs')],
+  const manager = startManagerProcess({
+    kubeconfig: description.kubeconfigs.manager,
+    coordinationNamespace: COORDINATION_NAMESPACE,
+    runnerImage: DEMO_RUNNER_IMAGE,
+    identity,
+    leaderLeaseSeconds: 10,
+    webhook: { certFile: serving.certFile, keyFile: serving.keyFile, port },
     logFile,
-    {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        KUBECONFIG: description.kubeconfigs.manager,
-        PTAH_COORDINATION_NAMESPACE: COORDINATION_NAMESPACE,
-        PTAH_RUNNER_IMAGE: DEMO_RUNNER_IMAGE,
-        PTAH_MANAGER_IDENTITY: identity,
-        PTAH_LEADER_LEASE_SECONDS: '10',
-        PTAH_WEBHOOK_CERT_FILE: serving.certFile,
-        PTAH_WEBHOOK_KEY_FILE: serving.keyFile,
-        PTAH_WEBHOOK_PORT: String(port),
-      },
-    },
-  );
+  });
   console.log(
     `install: manager started (pid ${manager.pid}) as ${description.identities.manager}; logs: ${logFile}`,
   );
