@@ -10,7 +10,7 @@
 import { apply } from './apply.ts';
 import { runChild, type ChildResult } from './child.ts';
 import type { Sha256Digest } from '../api/digest.ts';
-import { encodeFrame, framePayloadDigest, neutraliseMarkers } from './frame.ts';
+import { encodeFrame, framePayloadDigest, neutraliseMarkers } from '../protocol/frame.ts';
 import { observe } from './observe.ts';
 import { RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
 import {
@@ -29,8 +29,8 @@ import {
   type RunnerOperation,
   type RunnerResult,
   type TargetReport,
-} from './result.ts';
-import { materialiseSnapshot } from '../controller/snapshot/verify-snapshot.ts';
+} from '../protocol/result.ts';
+import { materialiseSnapshot } from '../sources/verify-snapshot.ts';
 import { targetReport } from './target-identity.ts';
 import { terminationSummary, writeTerminationMessage } from './termination.ts';
 
@@ -210,8 +210,8 @@ async function runOperation(
 }
 
 /**
- * The snapshot-check init mode. The verifier is the manager's own (`src/controller/snapshot/`), so the
- * layout the manager writes and the layout the Pod checks cannot drift apart; nothing is copied unless
+ * The snapshot-check init mode. The verifier lives beside the manifest builder the manager uses
+ * (`src/sources/`), so the layout the manager writes and the layout the Pod checks cannot drift apart; nothing is copied unless
  * the manifest and every file verified.
  */
 function checkSnapshot(options: CompiledCheckSnapshotOptions, say: (line: string) => void): OperationReport {

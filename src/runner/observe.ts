@@ -12,7 +12,7 @@ import {
   type OperationReport,
 } from './operation.ts';
 import { driftCommand } from './ptah-commands.ts';
-import type { DriftSummary } from './result.ts';
+import type { DriftSummary } from '../protocol/result.ts';
 
 const MAX_CATEGORIES = 64;
 /** Severities in increasing order; a severity Ptah names outside this list ranks above all of them. */

@@ -2,7 +2,7 @@
 import type { ChildResult } from './child.ts';
 import type { CompiledRunOptions } from './options.ts';
 import type { Redactor } from './redact.ts';
-import type { RunnerError, RunnerOutcome, RunnerOutputs } from './result.ts';
+import type { RunnerError, RunnerOutcome, RunnerOutputs } from '../protocol/result.ts';
 
 export interface OperationContext {
   readonly options: CompiledRunOptions;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
 import { isSha256Digest } from '../api/digest.ts';
-import { RUNNER_PROTOCOL_VERSION } from './result.ts';
+import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
 
 export type DatabaseOperation = 'observe' | 'plan' | 'apply';
 const DATABASE_OPERATIONS: readonly DatabaseOperation[] = ['observe', 'plan', 'apply'];

@@ -19,7 +19,7 @@ import {
   type OperationReport,
 } from './operation.ts';
 import { applyDryRunCommand, planCommand } from './ptah-commands.ts';
-import type { PlanOutputs } from './result.ts';
+import type { PlanOutputs } from '../protocol/result.ts';
 
 const EXIT_NO_CHANGES = 0;
 const EXIT_CHANGES = 3;

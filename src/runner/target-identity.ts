@@ -5,7 +5,7 @@
  */
 import { canonicalDigest } from '../api/digest.ts';
 import { parseDatabaseUrl } from '../engine/database-url.ts';
-import type { TargetReport } from './result.ts';
+import type { TargetReport } from '../protocol/result.ts';
 
 export function targetReport(databaseUrl: string): TargetReport {
   const parsed = parseDatabaseUrl(databaseUrl);

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Redactor } from './redact.ts';
-import type { RunnerResult } from './result.ts';
+import type { RunnerResult } from '../protocol/result.ts';
 
 export const SUMMARY_MARKER = 'PTAH_RUNNER_SUMMARY_V1';
 /** Kubernetes keeps 4096 bytes; the summary stays well inside. */

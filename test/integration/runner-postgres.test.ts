@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../env/postgres.ts';
 import { runRunner } from '../../src/runner/main.ts';
-import { acceptFrame, decodeFrame } from '../../src/runner/frame.ts';
-import type { RunnerResult } from '../../src/runner/result.ts';
+import { acceptFrame, decodeFrame } from '../../src/protocol/frame.ts';
+import type { RunnerResult } from '../../src/protocol/result.ts';
 
 let server: PostgresServer;
 let root: string;

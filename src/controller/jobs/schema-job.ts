@@ -18,7 +18,7 @@
 import type { V1Job, V1EnvVar, V1Volume, V1VolumeMount, V1SecurityContext } from '@kubernetes/client-node';
 import { API_GROUP, LABELS, MANAGED_BY } from '../../api/meta.ts';
 import type { Claim } from '../../api/ptah-schema.ts';
-import { RUNNER_PROTOCOL_VERSION } from '../../runner/result.ts';
+import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
 
 export const OPERATION_COMPONENT = 'schema-operation';
 export const RUNNER_UID = 65532;

@@ -10,7 +10,7 @@
  * released only after the status that stops needing it.
  */
 import { canonicalDigest } from '../../api/digest.ts';
-import type { RunnerResult } from '../../runner/result.ts';
+import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
 import { policyFingerprint } from '../../api/fingerprint.ts';
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';

@@ -4,8 +4,8 @@
  * bound to the claimed operation id is a result; everything else is "not arrived" or refused, never success.
  */
 import type { CoreV1Api, V1Job, V1Pod } from '@kubernetes/client-node';
-import { acceptFrame, decodeFrame } from '../../runner/frame.ts';
-import type { RunnerOperation } from '../../runner/result.ts';
+import { acceptFrame, decodeFrame } from '../../protocol/frame.ts';
+import type { RunnerOperation } from '../../protocol/result.ts';
 import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from '../jobs/schema-job.ts';
 import { jobPods } from './kube.ts';
 import type { Claim, Harvest, JobObservation } from './model.ts';

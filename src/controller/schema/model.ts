@@ -7,7 +7,7 @@
  * report by its digest and counts, the plan by its name, UID and digests.
  */
 
-import type { RunnerResult } from '../../runner/result.ts';
+import type { RunnerResult } from '../../protocol/result.ts';
 import type {
   ApplyPolicy,
   Claim,

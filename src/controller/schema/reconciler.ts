@@ -26,15 +26,19 @@ import {
 } from '../../api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
-import type { RunnerResult } from '../../runner/result.ts';
-import { RUNNER_PROTOCOL_VERSION } from '../../runner/result.ts';
+import type { RunnerResult } from '../../protocol/result.ts';
+import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
 import { buildSchemaPlan } from '../plan-store/build-plan.ts';
 import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../plan-store/chunk-config-map.ts';
 import { reassemblePlan } from '../plan-store/reassemble-plan.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
-import { buildSourceSnapshot, SNAPSHOT_COMPONENT, unusedSnapshots } from '../snapshot/snapshot-config-map.ts';
+import {
+  buildSourceSnapshot,
+  SNAPSHOT_COMPONENT,
+  unusedSnapshots,
+} from '../../sources/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { harvestJob, observeJob } from './harvest.ts';

@@ -2,7 +2,7 @@
  * What status records about a resolved ConfigMap source, and which snapshots status still needs.
  */
 import type { PtahSchemaStatus, Resolution } from '../../api/ptah-schema.ts';
-import type { SourceSnapshot } from './snapshot-config-map.ts';
+import type { SourceSnapshot } from '../../sources/snapshot-config-map.ts';
 
 export function resolutionFromSnapshot(snapshot: SourceSnapshot, sourceName: string, now: Date): Resolution {
   return {

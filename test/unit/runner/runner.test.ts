@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runRunner } from '../../../src/runner/main.ts';
-import { decodeFrame, acceptFrame } from '../../../src/runner/frame.ts';
-import type { RunnerResult } from '../../../src/runner/result.ts';
+import { decodeFrame, acceptFrame } from '../../../src/protocol/frame.ts';
+import type { RunnerResult } from '../../../src/protocol/result.ts';
 import { targetReport } from '../../../src/runner/target-identity.ts';
 
 const FAKE_PTAH = fileURLToPath(new URL('./fixtures/fake-ptah.mjs', import.meta.url));

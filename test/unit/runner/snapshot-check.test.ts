@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { runRunner } from '../../../src/runner/main.ts';
-import { decodeFrame } from '../../../src/runner/frame.ts';
-import { buildManifest, MANIFEST_KEY, snapshotFileKey } from '../../../src/controller/snapshot/manifest.ts';
+import { decodeFrame } from '../../../src/protocol/frame.ts';
+import { buildManifest, MANIFEST_KEY, snapshotFileKey } from '../../../src/sources/snapshot-manifest.ts';
 
 const roots: string[] = [];
 after(() => roots.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { RunnerResult } from '../../../../src/runner/result.ts';
+import type { RunnerResult } from '../../../../src/protocol/result.ts';
 import { decide, type DecideInput, type Decision } from '../../../../src/controller/schema/decide.ts';
 import type {
   ApprovalView,

@@ -4,8 +4,8 @@ import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { Claim } from '../../../../src/api/ptah-schema.ts';
 import { harvestJob } from '../../../../src/controller/schema/harvest.ts';
 import { controlledBy } from '../../../../src/controller/schema/kube.ts';
-import { encodeFrame } from '../../../../src/runner/frame.ts';
-import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/runner/result.ts';
+import { encodeFrame } from '../../../../src/protocol/frame.ts';
+import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/protocol/result.ts';
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const JOB = 'ptah-plan-orders-aaaaaaaaaaaaaaaa';

@@ -2,12 +2,12 @@
  * The immutable `ptah-src-<hash>` ConfigMap an operation mounts instead of the source: the selected files
  * under index keys plus the manifest, owned by the resource so it goes when the resource goes.
  */
-import { canonicalDigest } from '../../api/digest.ts';
-import { hexOf } from '../../api/fingerprint.ts';
-import { configMapSize, MAX_CONFIG_MAP_BYTES, type ConfigMapObject } from '../../api/core.ts';
-import { API_GROUP, controllerOwnerReference, LABELS, MANAGED_BY, type ObjectMeta } from '../../api/meta.ts';
-import type { ConfigMapSource } from '../../api/ptah-schema.ts';
-import { buildManifest, MANIFEST_KEY, snapshotFileKey, type BuiltManifest } from './manifest.ts';
+import { canonicalDigest } from '../api/digest.ts';
+import { hexOf } from '../api/fingerprint.ts';
+import { configMapSize, MAX_CONFIG_MAP_BYTES, type ConfigMapObject } from '../api/core.ts';
+import { API_GROUP, controllerOwnerReference, LABELS, MANAGED_BY, type ObjectMeta } from '../api/meta.ts';
+import type { ConfigMapSource } from '../api/ptah-schema.ts';
+import { buildManifest, MANIFEST_KEY, snapshotFileKey, type BuiltManifest } from './snapshot-manifest.ts';
 import { selectFiles } from './select-files.ts';
 
 export const SNAPSHOT_COMPONENT = 'source-snapshot';

@@ -2,10 +2,10 @@
  * Reads the keys a ConfigMap source selects, as bytes, under the paths they become. Keys the source does
  * not select are never read, so editing them cannot change the snapshot.
  */
-import type { ConfigMapObject } from '../../api/core.ts';
-import type { ConfigMapSource } from '../../api/ptah-schema.ts';
-import { SOURCE_PATH_PATTERN } from '../../api/ptah-schema.ts';
-import type { SourceFileBytes } from './manifest.ts';
+import type { ConfigMapObject } from '../api/core.ts';
+import type { ConfigMapSource } from '../api/ptah-schema.ts';
+import { SOURCE_PATH_PATTERN } from '../api/ptah-schema.ts';
+import type { SourceFileBytes } from './snapshot-manifest.ts';
 
 const safePath = new RegExp(SOURCE_PATH_PATTERN);
 

@@ -8,8 +8,8 @@ import {
   encodeFrame,
   framePayloadDigest,
   neutraliseMarkers,
-} from '../../../src/runner/frame.ts';
-import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../src/runner/result.ts';
+} from '../../../src/protocol/frame.ts';
+import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../src/protocol/result.ts';
 
 function result(overrides: Partial<RunnerResult> = {}): RunnerResult {
   return {

@@ -3,8 +3,8 @@
  * content digest is the SHA-256 of those bytes, so the same files give the same digest whatever ConfigMap
  * key they came from, and any change to a file's bytes or path gives another.
  */
-import { canonicalJson } from '../../api/canonical-json.ts';
-import { sha256Digest, type Sha256Digest } from '../../api/digest.ts';
+import { canonicalJson } from '../api/canonical-json.ts';
+import { sha256Digest, type Sha256Digest } from '../api/digest.ts';
 
 export const MANIFEST_VERSION = 1;
 

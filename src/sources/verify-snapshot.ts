@@ -5,8 +5,8 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { sha256Digest, type Sha256Digest } from '../../api/digest.ts';
-import { SOURCE_PATH_PATTERN } from '../../api/ptah-schema.ts';
+import { sha256Digest, type Sha256Digest } from '../api/digest.ts';
+import { SOURCE_PATH_PATTERN } from '../api/ptah-schema.ts';
 import {
   encodeManifest,
   MANIFEST_KEY,
@@ -15,7 +15,7 @@ import {
   type ManifestFile,
   type SnapshotManifest,
   type SourceFileBytes,
-} from './manifest.ts';
+} from './snapshot-manifest.ts';
 
 export type SnapshotVerification =
   | { readonly ok: true; readonly files: readonly SourceFileBytes[] }

@@ -3,22 +3,19 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { ConfigMapObject } from '../../../../src/api/core.ts';
-import { sha256Digest } from '../../../../src/api/digest.ts';
-import type { ConfigMapSource } from '../../../../src/api/ptah-schema.ts';
-import { MANIFEST_KEY, snapshotFileKey } from '../../../../src/controller/snapshot/manifest.ts';
-import { SourceSelectionError } from '../../../../src/controller/snapshot/select-files.ts';
+import type { ConfigMapObject } from '../../../src/api/core.ts';
+import { sha256Digest } from '../../../src/api/digest.ts';
+import type { ConfigMapSource } from '../../../src/api/ptah-schema.ts';
+import { MANIFEST_KEY, snapshotFileKey } from '../../../src/sources/snapshot-manifest.ts';
+import { SourceSelectionError } from '../../../src/sources/select-files.ts';
 import {
   buildSourceSnapshot,
   SnapshotTooLargeError,
   unusedSnapshots,
-} from '../../../../src/controller/snapshot/snapshot-config-map.ts';
-import { materialiseSnapshot, verifySnapshot } from '../../../../src/controller/snapshot/verify-snapshot.ts';
-import {
-  resolutionFromSnapshot,
-  snapshotNamesInUse,
-} from '../../../../src/controller/snapshot/resolution.ts';
-import type { Claim } from '../../../../src/api/ptah-schema.ts';
+} from '../../../src/sources/snapshot-config-map.ts';
+import { materialiseSnapshot, verifySnapshot } from '../../../src/sources/verify-snapshot.ts';
+import { resolutionFromSnapshot, snapshotNamesInUse } from '../../../src/controller/snapshot/resolution.ts';
+import type { Claim } from '../../../src/api/ptah-schema.ts';
 
 const claimFixture: Claim = {
   type: 'Observe',
