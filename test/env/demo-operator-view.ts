@@ -8,7 +8,7 @@ import pg from 'pg';
 import type { ConfigMapObject } from '../../src/api/core.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
-import { reassemblePlan } from '../../src/controller/plan-store/reassemble-plan.ts';
+import { reassemblePlan } from '../../src/plan-store/reassemble-plan.ts';
 import { readPlan, type PlanDocument } from '../../src/engine/plan-file.ts';
 
 /** Prints a line whenever the phase, a condition's status or reason, or the claimed operation changes. */

@@ -14,7 +14,7 @@ import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaStatus } from '../../src/api/ptah-schema.ts';
 import { buildClaim, type OperationInputs } from '../../src/controller/claims/claim.ts';
 import { recordJournalEntry } from '../../src/controller/journal/journal.ts';
-import { buildSchemaPlan, type PlanInputs } from '../../src/controller/plan-store/build-plan.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../src/plan-store/build-plan.ts';
 
 let cp: ControlPlane;
 let objects: k8s.CustomObjectsApi;

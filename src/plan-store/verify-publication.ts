@@ -2,8 +2,8 @@
  * Publication's read-back step: every chunk just written is read back from the API server and checked
  * against the plan before the plan's status commits the chunks' UIDs. Only then is the plan Ready.
  */
-import type { ConfigMapObject } from '../../api/core.ts';
-import type { PtahSchemaPlan, PublishedChunk } from '../../api/ptah-schema-plan.ts';
+import type { ConfigMapObject } from '../api/core.ts';
+import type { PtahSchemaPlan, PublishedChunk } from '../api/ptah-schema-plan.ts';
 import { checkChunk, type ChunkFailure } from './chunk-config-map.ts';
 
 export type PublicationCheck =

@@ -2,13 +2,8 @@
  * Splits plan bytes into the chunks that store them. A chunk boundary is a raw byte cut (it may split a
  * UTF-8 sequence); only the reassembled whole is ever parsed.
  */
-import { sha256Digest, type Sha256Digest } from '../../api/digest.ts';
-import {
-  MAX_CHUNK_BYTES,
-  MAX_PLAN_BYTES,
-  MAX_PLAN_CHUNKS,
-  type PlanChunk,
-} from '../../api/ptah-schema-plan.ts';
+import { sha256Digest, type Sha256Digest } from '../api/digest.ts';
+import { MAX_CHUNK_BYTES, MAX_PLAN_BYTES, MAX_PLAN_CHUNKS, type PlanChunk } from '../api/ptah-schema-plan.ts';
 
 export interface PlanPiece {
   readonly name: string;

@@ -1,23 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ConfigMapObject } from '../../../../src/api/core.ts';
-import { sha256Digest } from '../../../../src/api/digest.ts';
-import { schemaPlanFingerprint } from '../../../../src/api/fingerprint.ts';
+import type { ConfigMapObject } from '../../../src/api/core.ts';
+import { sha256Digest } from '../../../src/api/digest.ts';
+import { schemaPlanFingerprint } from '../../../src/api/fingerprint.ts';
 import {
   MAX_CHUNK_BYTES,
   MAX_PLAN_BYTES,
   MAX_PLAN_CHUNKS,
   type PtahSchemaPlan,
-} from '../../../../src/api/ptah-schema-plan.ts';
-import { buildSchemaPlan, type PlanInputs } from '../../../../src/controller/plan-store/build-plan.ts';
-import {
-  buildChunkConfigMap,
-  CHUNK_KEY,
-  checkChunk,
-} from '../../../../src/controller/plan-store/chunk-config-map.ts';
-import { reassemblePlan } from '../../../../src/controller/plan-store/reassemble-plan.ts';
-import { PlanSizeError, splitPlan } from '../../../../src/controller/plan-store/split-plan.ts';
-import { verifyPublication } from '../../../../src/controller/plan-store/verify-publication.ts';
+} from '../../../src/api/ptah-schema-plan.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../../src/plan-store/build-plan.ts';
+import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../../../src/plan-store/chunk-config-map.ts';
+import { reassemblePlan } from '../../../src/plan-store/reassemble-plan.ts';
+import { PlanSizeError, splitPlan } from '../../../src/plan-store/split-plan.ts';
+import { verifyPublication } from '../../../src/plan-store/verify-publication.ts';
 
 const schema = {
   apiVersion: 'operator.ptah.run/v1alpha1' as const,

@@ -2,10 +2,10 @@
  * Chunk ConfigMaps: immutable, owned by their plan, one `chunk` key of raw bytes each. Pods mount them as a
  * projected volume, so an Apply reads exactly what was published.
  */
-import type { ConfigMapObject } from '../../api/core.ts';
-import { sha256Digest } from '../../api/digest.ts';
-import { controllerOwnerReference, LABELS, MANAGED_BY, type ObjectMeta } from '../../api/meta.ts';
-import type { PlanChunk } from '../../api/ptah-schema-plan.ts';
+import type { ConfigMapObject } from '../api/core.ts';
+import { sha256Digest } from '../api/digest.ts';
+import { controllerOwnerReference, LABELS, MANAGED_BY, type ObjectMeta } from '../api/meta.ts';
+import type { PlanChunk } from '../api/ptah-schema-plan.ts';
 import type { PlanPiece } from './split-plan.ts';
 
 export const CHUNK_KEY = 'chunk';

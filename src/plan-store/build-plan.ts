@@ -2,11 +2,11 @@
  * Builds the PtahSchemaPlan object and its chunks for a set of plan bytes. The plan's name, fingerprint and
  * chunk list all derive from the bytes and bindings, so the same inputs always build the same objects.
  */
-import { sha256Digest } from '../../api/digest.ts';
-import { planName, schemaPlanFingerprint } from '../../api/fingerprint.ts';
-import { controllerOwnerReference, GROUP_VERSION, LABELS, MANAGED_BY } from '../../api/meta.ts';
-import type { PtahSchema } from '../../api/ptah-schema.ts';
-import { PLAN_CONTRACT_VERSION, type PlanBinding, type PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import { sha256Digest } from '../api/digest.ts';
+import { planName, schemaPlanFingerprint } from '../api/fingerprint.ts';
+import { controllerOwnerReference, GROUP_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
+import type { PtahSchema } from '../api/ptah-schema.ts';
+import { PLAN_CONTRACT_VERSION, type PlanBinding, type PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
 import { chunkSpecs, splitPlan, type PlanPiece } from './split-plan.ts';
 
 export type PlanInputs = Omit<PlanBinding, 'contractVersion' | 'schemaUID' | 'planContentDigest'>;

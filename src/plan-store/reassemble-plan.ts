@@ -3,9 +3,9 @@
  * Every check the plan contract promises runs here: names, UIDs, order, sizes, per-chunk hashes and the
  * whole hash. A failure names the chunk (or the plan) and what failed; nothing partial is returned.
  */
-import type { ConfigMapObject } from '../../api/core.ts';
-import { sha256Digest } from '../../api/digest.ts';
-import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import type { ConfigMapObject } from '../api/core.ts';
+import { sha256Digest } from '../api/digest.ts';
+import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
 import { checkChunk, type ChunkFailure } from './chunk-config-map.ts';
 import { chunkName } from './split-plan.ts';
 
