@@ -7,6 +7,7 @@ import { canonicalDigest, type Sha256Digest } from './digest.ts';
 import { PLAN_CONTRACT_VERSION, type PlanBinding } from './ptah-schema-plan.ts';
 import { policy as policyNode, type Engine, type PolicySpec } from './ptah-schema.ts';
 import { withDefaults } from './schema-dsl.ts';
+import { canonicalTableName } from '../protocol/table-name.ts';
 
 export class FingerprintError extends Error {
   override readonly name = 'FingerprintError';
@@ -29,8 +30,10 @@ export function schemaPlanFingerprint(binding: PlanBinding): Sha256Digest {
 }
 
 /**
- * The policy as it affects a plan: defaults applied, sets sorted and deduplicated, protected tables
- * lowercased (the engine matches them case-insensitively), so equivalent spellings give one fingerprint.
+ * The policy as it affects a plan: defaults applied, sets sorted and deduplicated, protected tables in their
+ * canonical spelling (src/protocol/table-name.ts, the rule the engine matches by: unquoted parts fold to
+ * lower case, quoted parts keep case), so two spellings share a fingerprint exactly when they protect the
+ * same tables.
  */
 export function normalisePolicy(policy: Partial<PolicySpec> | undefined): PolicySpec {
   const p = withDefaults(policyNode, policy ?? {});
@@ -38,7 +41,7 @@ export function normalisePolicy(policy: Partial<PolicySpec> | undefined): Policy
   return {
     apply: p.apply,
     allowDestructive: p.allowDestructive,
-    protectedTables: set(p.protectedTables?.map((t) => t.toLowerCase())),
+    protectedTables: set(p.protectedTables?.map(canonicalTableName)),
     exclude: set(p.exclude),
   };
 }

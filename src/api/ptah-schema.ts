@@ -5,6 +5,7 @@
  * exactly-one-source rule grows with it when OCI and Git sources arrive.
  */
 import { DURATION_PATTERN } from './duration.ts';
+import { TABLE_NAME_PATTERN } from '../protocol/table-name.ts';
 import {
   API_GROUP,
   CONFIG_MAP_KEY_PATTERN,
@@ -162,9 +163,10 @@ export const target = object({
 export type TargetSpec = Infer<typeof target>;
 
 const tableName = string({
-  pattern: '^[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?$',
+  pattern: TABLE_NAME_PATTERN,
   minLength: 1,
-  maxLength: 127,
+  // Two 63-byte identifiers, quoted, every character a doubled quote: the longest valid name.
+  maxLength: 257,
 });
 
 export const policy = object({
@@ -181,7 +183,8 @@ export const policy = object({
   ),
   protectedTables: optional(
     array(tableName, {
-      description: 'Tables (table or schema.table) the declarative path may never change.',
+      description:
+        'Tables (table or schema.table) the declarative path may never change. PostgreSQL folding: an unquoted part folds to lower case, a double-quoted part keeps its case.',
       maxItems: 128,
       listType: 'set',
     }),

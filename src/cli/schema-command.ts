@@ -2,6 +2,7 @@
 // and map it to an exit code (src/cli/exit-codes.ts). The engine never exits the process.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { EXIT, type ExitCode } from './exit-codes.ts';
+import { TableNameError } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
 import { DatabaseError } from '../engine/session.ts';
 import { DesiredStateError } from '../engine/pg/pg-desired.ts';
@@ -155,6 +156,7 @@ export async function runSchemaCommand(argv: readonly string[]): Promise<number>
     }
     const known =
       error instanceof DatabaseUrlError ||
+      error instanceof TableNameError ||
       error instanceof DesiredStateError ||
       error instanceof DesiredSourceError ||
       error instanceof PlanFileError ||

@@ -140,35 +140,59 @@ export type DriftCategory =
   | 'data_rows_updated'
   | 'data_rows_deleted';
 
+type TableOf = { readonly [K in ChangeKind]: (c: Extract<Change, { kind: K }>) => TableRef | undefined };
+
+const none = (): undefined => undefined;
+const own = (c: { readonly table: TableRef }): TableRef => ({ schema: c.table.schema, name: c.table.name });
+
+/**
+ * The table each change kind touches: what --protected-table checks. A Record over every kind, so a new
+ * kind does not compile until it says which table it changes (never a silent "none").
+ */
+const TABLE_OF: TableOf = {
+  // A dropped schema's tables are dropped by their own DropTable changes, which are checked one by one.
+  CreateSchema: none,
+  DropSchema: none,
+  CreateExtension: none,
+  UpdateExtension: none,
+  DropExtension: none,
+  CreateEnum: none,
+  AddEnumValue: none,
+  DropEnum: none,
+  CreateSequence: none,
+  AlterSequence: none,
+  DropSequence: none,
+  CreateTable: own,
+  DropTable: own,
+  AddColumn: own,
+  DropColumn: own,
+  AlterColumnType: own,
+  SetNotNull: own,
+  DropNotNull: own,
+  SetDefault: own,
+  DropDefault: own,
+  AddIdentity: own,
+  SetIdentity: own,
+  DropIdentity: own,
+  AddConstraint: own,
+  DropConstraint: own,
+  CreateIndex: own,
+  DropIndex: own,
+  CreateView: none,
+  DropView: none,
+  // An index's comment names the index, not its table; the index itself is checked through CreateIndex.
+  SetComment: (c) =>
+    c.target.objectType === 'TABLE' || c.target.objectType === 'COLUMN'
+      ? { schema: c.target.schema, name: c.target.name }
+      : undefined,
+  InsertRow: own,
+  UpdateRow: own,
+  DeleteRow: own,
+  // The whole plan is refused for an Unsupported change before any table is checked.
+  Unsupported: none,
+};
+
 /** The table a change touches, if any: what --protected-table checks. */
 export function changedTable(c: Change): TableRef | undefined {
-  switch (c.kind) {
-    case 'CreateTable':
-    case 'DropTable':
-      return { schema: c.table.schema, name: c.table.name };
-    case 'AddColumn':
-    case 'DropColumn':
-    case 'AlterColumnType':
-    case 'SetNotNull':
-    case 'DropNotNull':
-    case 'SetDefault':
-    case 'DropDefault':
-    case 'AddIdentity':
-    case 'SetIdentity':
-    case 'DropIdentity':
-    case 'AddConstraint':
-    case 'DropConstraint':
-    case 'CreateIndex':
-    case 'DropIndex':
-    case 'InsertRow':
-    case 'UpdateRow':
-    case 'DeleteRow':
-      return c.table;
-    case 'SetComment':
-      return c.target.objectType === 'TABLE' || c.target.objectType === 'COLUMN'
-        ? { schema: c.target.schema, name: c.target.name }
-        : undefined;
-    default:
-      return undefined;
-  }
+  return (TABLE_OF[c.kind] as (change: Change) => TableRef | undefined)(c);
 }

@@ -195,6 +195,8 @@ export async function plan(
   source: DesiredSource,
   scope: ScopeOptions = {},
 ): Promise<PlanResult> {
+  // A protected name that does not parse is refused before anything connects.
+  const isProtected = protectedMatcher(scope.protectedTables ?? []);
   const desiredAll = await loadDesired(dialect, source);
   const session = await dialect.connect(url);
   try {
@@ -210,7 +212,6 @@ export async function plan(
         refusal: { reason: unsupported.map((c) => c.classification.reason).join('; ') },
       };
     }
-    const isProtected = protectedMatcher(scope.protectedTables ?? []);
     for (const c of changes) {
       const t = changedTable(c);
       const hit = t && isProtected(t.schema, t.name);

@@ -4,6 +4,7 @@
  */
 import type { SchemaModel } from './model.ts';
 import { objectKey } from './model.ts';
+import { parseTableName, tableNameCovers } from '../protocol/table-name.ts';
 
 /** A glob over `schema.name` or `name`: `*` any run of characters, `?` one character. */
 export function compilePattern(pattern: string): RegExp {
@@ -49,8 +50,14 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
   };
 }
 
+/**
+ * Which protected name, as the user spelt it, covers a table. Names follow PostgreSQL folding (the rule the
+ * policy fingerprint uses too): `Orders` protects `orders`, `"Orders"` protects `Orders`. A name that does
+ * not parse is refused here, before anything connects, rather than protecting nothing.
+ */
 export function protectedMatcher(
   names: readonly string[],
 ): (schema: string, table: string) => string | undefined {
-  return (schema, table) => names.find((n) => (n.includes('.') ? n === `${schema}.${table}` : n === table));
+  const parsed = names.map((text) => ({ text, name: parseTableName(text) }));
+  return (schema, table) => parsed.find((p) => tableNameCovers(p.name, schema, table))?.text;
 }

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { parseTableName } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
 import { isSha256Digest } from '../api/digest.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
@@ -246,11 +247,7 @@ function compileRun(
     ...(expectedPlanContentDigest !== undefined ? { expectedPlanContentDigest } : {}),
     ...(expectedTargetIdentity !== undefined ? { expectedTargetIdentity } : {}),
     exclude: parsePatternList(env['PTAH_EXCLUDE'], 'PTAH_EXCLUDE', '["audit_*","tmp"]'),
-    protectedTables: parsePatternList(
-      env['PTAH_PROTECTED_TABLES'],
-      'PTAH_PROTECTED_TABLES',
-      '["public.accounts"]',
-    ),
+    protectedTables: protectedTableList(env['PTAH_PROTECTED_TABLES']),
     ...lockTimeout(env['PTAH_LOCK_TIMEOUT']),
     childSettings,
     workDir: nonEmpty(env['PTAH_WORK_DIR']) ?? tmpdir(),
@@ -368,6 +365,22 @@ function lockTimeout(raw: string | undefined): { lockTimeoutMs?: number } {
   }
   const factor = { ms: 1, s: 1000, m: 60_000 }[m[2] ?? 'ms'] ?? 1;
   return { lockTimeoutMs: Number(m[1]) * factor };
+}
+
+function protectedTableList(raw: string | undefined): string[] {
+  const names = parsePatternList(raw, 'PTAH_PROTECTED_TABLES', '["public.accounts", "\\"Orders\\""]');
+  for (const name of names) {
+    try {
+      parseTableName(name);
+    } catch (error) {
+      throw new RunnerOptionsError(
+        'PTAH_PROTECTED_TABLES',
+        (error as Error).message,
+        'write table or schema.table; double-quote a part to keep its case',
+      );
+    }
+  }
+  return names;
 }
 
 function parsePatternList(raw: string | undefined, field: string, example: string): string[] {

@@ -27,6 +27,8 @@ export interface SchemaCase {
   /** SQL that fills the current tables; by default one generated row per table. */
   readonly seed?: string;
   readonly exclude?: readonly string[];
+  /** --protected-table names; with `error`, `kinds` are the refused plan's change kinds. */
+  readonly protectedTables?: readonly string[];
   /** The part of `current` the engine manages, when `current` also creates unmanaged objects. */
   readonly currentManaged?: string;
   /** Set to false when going back from desired to current is not meant to work (default: it is). */
@@ -44,6 +46,7 @@ const CASE_KEYS = new Set([
   'error',
   'seed',
   'exclude',
+  'protectedTables',
   'reverse',
 ]);
 
@@ -137,7 +140,7 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       await seedRows(client, currentModel);
       await client.query('COMMIT');
     }
-    const scope = { exclude: c.exclude ?? [] };
+    const scope = { exclude: c.exclude ?? [], protectedTables: c.protectedTables ?? [] };
     const d = postgresDialect;
     const again = await plan(url, d, { files: [{ path: 'current.sql', sql: managedCurrent }] }, scope);
     assert.deepEqual(
@@ -157,6 +160,13 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       assert.equal(p.outcome, 'refused');
       assert.match(p.refusal?.reason ?? '', new RegExp(c.error.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
       assert.equal(p.bytes, undefined, 'a refused plan has no SQL');
+      if (c.kinds !== undefined) {
+        assert.deepEqual(
+          [...new Set(p.changes.map((x) => x.kind))].sort(),
+          [...new Set(c.kinds)].sort(),
+          'the refused change kinds',
+        );
+      }
       return;
     }
     const p = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }] }, scope);

@@ -95,6 +95,16 @@ describe('policy fingerprint', () => {
     );
   });
 
+  it('folds protected tables as PostgreSQL does: unquoted folds, quoted keeps case', () => {
+    const fp = (names: string[]) => policyFingerprint({ protectedTables: names });
+    assert.equal(fp(['Orders']), fp(['orders']), 'Orders and orders are one table');
+    assert.equal(fp(['Orders']), fp(['"orders"']), 'unquoted Orders is the quoted lower-case name');
+    assert.equal(fp(['Sales.Orders']), fp(['sales."orders"']));
+    assert.notEqual(fp(['"Orders"']), fp(['orders']), '"Orders" is another table than orders');
+    assert.notEqual(fp(['"Orders"']), fp(['Orders']));
+    assert.notEqual(fp(['public.orders']), fp(['orders']), 'a qualified name protects less');
+  });
+
   const changes: [string, Parameters<typeof policyFingerprint>[0]][] = [
     ['apply', { apply: 'Always' }],
     ['allowDestructive', { allowDestructive: true }],
