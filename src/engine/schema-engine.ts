@@ -17,15 +17,22 @@ import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from '.
 import { excludeObjects, protectedMatcher } from './scope.ts';
 import type { DatabaseError } from './session.ts';
 import { postgresDialect } from './pg/pg-dialect.ts';
+import type { DialectName } from '../protocol/dialects.ts';
 
 export class DesiredSourceError extends Error {
   override readonly name = 'DesiredSourceError';
 }
 
-export function dialectFor(name: 'postgres' | 'mysql'): SchemaDialect {
-  if (name === 'postgres') return postgresDialect;
+/** The dialects this engine ships; src/protocol/dialects.ts lists the same names for the manager. */
+export const SCHEMA_DIALECTS: Readonly<Partial<Record<DialectName, SchemaDialect>>> = {
+  postgres: postgresDialect,
+};
+
+export function dialectFor(name: DialectName): SchemaDialect {
+  const dialect = SCHEMA_DIALECTS[name];
+  if (dialect !== undefined) return dialect;
   throw new DesiredSourceError(
-    'the mysql dialect of the schema engine is not available yet; use a postgres:// URL',
+    `the ${name} dialect of the schema engine is not available yet; the engine plans for ${Object.keys(SCHEMA_DIALECTS).join(', ')}`,
   );
 }
 

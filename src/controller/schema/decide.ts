@@ -9,6 +9,7 @@
  * durable before its Job is created, an Apply's `dispatchStarted` is durable before its Job, and a Lease is
  * released only after the status that stops needing it.
  */
+import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
@@ -241,7 +242,12 @@ function handleIdle(b: Builder, input: DecideInput): void {
       'UnsupportedEngine',
       'the engine named in spec.target.engine is not supported',
     );
-    b.cond('EngineSupported', 'False', 'UnsupportedEngine', 'supported engines: postgres, mysql');
+    b.cond(
+      'EngineSupported',
+      'False',
+      'UnsupportedEngine',
+      `spec.target.engine is ${JSON.stringify(schema.spec.engine)}; the schema engine ships ${SCHEMA_ENGINE_DIALECTS.join(', ')}`,
+    );
     return;
   }
   b.cond('EngineSupported', 'True', 'SupportedEngine', 'engine supported');

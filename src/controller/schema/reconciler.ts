@@ -6,6 +6,7 @@
  * The manager never reads a Secret and never opens a database connection: the Secret is named in the Job,
  * and Kubernetes resolves it inside the Pod.
  */
+import { schemaEngineShips } from '../../protocol/dialects.ts';
 import {
   PatchStrategy,
   setHeaderOptions,
@@ -82,7 +83,7 @@ export class SchemaReconciler {
       now,
       schema: view,
       ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
-      engineSupported: engine !== undefined,
+      engineSupported: engine !== undefined && schemaEngineShips(engine),
       ...(engine !== undefined ? { engine } : {}),
       realmConflict:
         engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,

@@ -494,6 +494,9 @@ describe('schema lifecycle decision', () => {
     const u = decide(input(schema({}), T0, { engineSupported: false }));
     assert.equal(u.status.phase, 'Blocked');
     assert.equal(u.status.claim, undefined);
+    const engine = u.status.conditions?.find((c) => c.type === 'EngineSupported');
+    assert.equal(engine?.reason, 'UnsupportedEngine');
+    assert.match(engine?.message ?? '', /the schema engine ships postgres/);
     const r = decide(input(schema({}), T0, { realmConflict: true }));
     assert.equal(r.status.phase, 'Blocked');
     assert.equal(r.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'RealmConflict');
