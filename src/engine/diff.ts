@@ -102,6 +102,15 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
         });
     }
   }
+  // public exists everywhere and is never created or dropped; its comment is compared when declared.
+  const toPublic = to.schemas.find((s) => s.name === DEFAULT_SCHEMA);
+  const fromPublic = from.schemas.find((s) => s.name === DEFAULT_SCHEMA);
+  if (toPublic !== undefined && toPublic.comment !== fromPublic?.comment)
+    push({
+      kind: 'SetComment',
+      target: { objectType: 'SCHEMA', schema: DEFAULT_SCHEMA, name: DEFAULT_SCHEMA },
+      ...(toPublic.comment !== undefined ? { comment: toPublic.comment } : {}),
+    });
   // A schema that holds an unmanaged object is left alone: dropping it would fail or take the object with it.
   const holdsUnmanaged = new Set(from.unmanaged.map((u) => u.schema));
   for (const s of [...from.schemas].sort((a, b) => cmp(a.name, b.name))) {

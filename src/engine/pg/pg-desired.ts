@@ -30,6 +30,7 @@ import {
   exprFromAst,
   isRecord,
   names,
+  renderType,
   typeRefFromAst,
 } from './pg-normalize.ts';
 
@@ -48,12 +49,56 @@ interface ParsedStatement {
   readonly node: AstNode;
   readonly type: string;
   readonly line: number;
+  readonly column: number;
   readonly source: string;
 }
 
+/**
+ * Line and column (both from 1) of positions in one text. Columns count characters, not bytes, so a file
+ * with non-ASCII text points where an editor does. The parser reports statement positions in UTF-8 bytes,
+ * JavaScript indexes UTF-16 units; both are converted in one pass over the text, not one per statement.
+ */
+class Positions {
+  private readonly lineStarts: number[] = [0];
+  private readonly bytes: Buffer;
+  private lastByte = 0;
+  private lastChar = 0;
+  constructor(text: string) {
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.lineStarts.push(i + 1);
+    this.bytes = Buffer.from(text, 'utf8');
+  }
+  /** Byte offsets must be asked in increasing order (statements come in file order). */
+  charOfByte(byteOffset: number): number {
+    if (byteOffset < this.lastByte) {
+      this.lastByte = 0;
+      this.lastChar = 0;
+    }
+    this.lastChar += this.bytes.subarray(this.lastByte, byteOffset).toString('utf8').length;
+    this.lastByte = byteOffset;
+    return this.lastChar;
+  }
+  at(index: number): { line: number; column: number } {
+    let lo = 0;
+    let hi = this.lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((this.lineStarts[mid] ?? 0) <= index) lo = mid;
+      else hi = mid - 1;
+    }
+    return { line: lo + 1, column: index - (this.lineStarts[lo] ?? 0) + 1 };
+  }
+}
+
+/**
+ * psql meta-commands (`\restrict`, `\connect`, `\unrestrict` in pg_dump output) configure the client, not
+ * the schema: blanked, keeping every position.
+ */
+function blankMetaCommands(sql: string): string {
+  return sql.replace(/^\\[a-z].*$/gm, (m) => ' '.repeat(m.length));
+}
+
 export function parseStatements(rawSql: string, source: string): ParsedStatement[] {
-  // pg_dump output carries psql meta-commands (`\restrict`, `\connect`): blanked, keeping line numbers.
-  const sql = rawSql.replace(/^\\[a-z].*$/gm, '');
+  const sql = blankMetaCommands(rawSql);
   if (sql.trim() === '') return [];
   let tree: { stmts?: { stmt: AstNode; stmt_location?: number }[] };
   try {
@@ -61,19 +106,22 @@ export function parseStatements(rawSql: string, source: string): ParsedStatement
   } catch (error) {
     const e = error as Error & { sqlDetails?: { cursorPosition?: number } };
     const pos = e.sqlDetails?.cursorPosition;
-    const line = pos === undefined ? undefined : sql.slice(0, pos).split('\n').length;
+    const p = pos === undefined ? undefined : new Positions(sql).at(pos);
+    const at = p === undefined ? '' : `:${p.line}:${p.column}`;
     throw new DesiredStateError(
-      `${source}${line === undefined ? '' : `:${line}`}: SQL syntax error: ${e.message}; fix the statement and plan again`,
+      `${source}${at}: SQL syntax error: ${e.message}; fix the statement and plan again`,
     );
   }
+  const positions = new Positions(sql);
   return (tree.stmts ?? []).map((s) => {
     const type = Object.keys(s.stmt)[0] ?? '';
-    const line = sql.slice(0, statementStart(sql, s.stmt_location ?? 0)).split('\n').length;
-    return { node: s.stmt[type] as AstNode, type, line, source };
+    const start = statementStart(sql, positions.charOfByte(s.stmt_location ?? 0));
+    const { line, column } = positions.at(start);
+    return { node: s.stmt[type] as AstNode, type, line, column, source };
   });
 }
 
-/** A statement's location includes the whitespace and comments before it; its line is the first real one. */
+/** A statement's location includes the whitespace and comments before it; its position is the first real one. */
 function statementStart(sql: string, from: number): number {
   let i = from;
   for (;;) {
@@ -81,6 +129,9 @@ function statementStart(sql: string, from: number): number {
     if (sql.startsWith('--', i)) {
       const nl = sql.indexOf('\n', i);
       i = nl < 0 ? sql.length : nl + 1;
+    } else if (sql.startsWith('/*', i)) {
+      const end = sql.indexOf('*/', i + 2);
+      i = end < 0 ? sql.length : end + 2;
     } else return i;
   }
 }
@@ -146,17 +197,58 @@ export class DesiredStateBuilder {
     { schema: string; table: string; columns: string[]; rows: RowValues[]; where: string }
   >();
   private readonly unmanaged: Unmanaged[] = [];
+  /** Relations declared but not managed (partitioned, partitions, inheritance children, ...): by key. */
+  private readonly unmanagedRelations = new Set<string>();
+  /** Named indexes on those relations, so a comment on one is recognised as part of it. */
+  private readonly indexesOfUnmanaged = new Set<string>();
+  /** Every problem found so far: a run reports them all, not the first. */
+  private readonly problems: string[] = [];
 
+  /** Adds one file. A problem in a statement is recorded and the next statement is read. */
   addSql(sql: string, source: string): void {
-    for (const s of parseStatements(sql, source)) this.addStatement(s);
+    let statements: ParsedStatement[];
+    try {
+      statements = parseStatements(sql, source);
+    } catch (error) {
+      if (!(error instanceof DesiredStateError)) throw error;
+      this.problems.push(error.message);
+      return;
+    }
+    for (const s of statements) {
+      try {
+        this.addStatement(s);
+      } catch (error) {
+        if (!(error instanceof DesiredStateError)) throw error;
+        this.problems.push(error.message);
+      }
+    }
   }
 
   addUnmanaged(u: Unmanaged): void {
-    this.unmanaged.push(u);
+    if (
+      !this.unmanaged.some((x) => x.objectKind === u.objectKind && x.schema === u.schema && x.name === u.name)
+    )
+      this.unmanaged.push(u);
+  }
+
+  private declareUnmanaged(objectKind: string, schema: string, name: string): void {
+    this.addUnmanaged({ kind: 'Unmanaged', objectKind, schema, name });
+  }
+
+  /** A relation the engine leaves alone: statements about it are part of it, and it is never dropped. */
+  private unmanagedRelation(objectKind: string, schema: string, name: string): void {
+    const key = objectKey(schema, name);
+    this.tables.delete(key);
+    this.unmanagedRelations.add(key);
+    this.declareUnmanaged(objectKind, schema, name);
+  }
+
+  private isUnmanagedRelation(r: { schema: string; name: string }): boolean {
+    return this.unmanagedRelations.has(objectKey(r.schema, r.name));
   }
 
   private where(s: ParsedStatement): string {
-    return `${s.source}:${s.line}`;
+    return `${s.source}:${s.line}:${s.column}`;
   }
 
   private table(schema: string, name: string, s: ParsedStatement): TableDraft {
@@ -178,6 +270,7 @@ export class DesiredStateBuilder {
       }
       case 'CreateExtensionStmt': {
         const name = String(n['extname']);
+        if (name === 'plpgsql') return; // built into every database; the inspector never lists it
         let schema: string | undefined;
         let version: string | undefined;
         for (const o of (n['options'] as unknown[]) ?? []) {
@@ -274,6 +367,11 @@ export class DesiredStateBuilder {
         return;
       case 'IndexStmt': {
         const { schema, name } = rel(n['relation']);
+        if (this.isUnmanagedRelation({ schema, name })) {
+          if (n['idxname'] !== undefined)
+            this.indexesOfUnmanaged.add(objectKey(schema, String(n['idxname'])));
+          return;
+        }
         this.table(schema, name, s).indexes.push(this.index(n));
         return;
       }
@@ -295,16 +393,19 @@ export class DesiredStateBuilder {
       case 'InsertStmt':
         this.insert(s);
         return;
-      case 'VariableSetStmt':
-      case 'TransactionStmt':
-        return; // session settings and BEGIN/COMMIT wrappers carry no schema
-      case 'SelectStmt':
-        // pg_dump emits SELECT pg_catalog.set_config(...); nothing else a SELECT could declare.
-        return;
-      default:
+      default: {
+        const unmanaged = unmanagedDeclaration(s);
+        if (unmanaged === 'ignore') return;
+        if (unmanaged !== undefined) {
+          this.declareUnmanaged(unmanaged.kind, unmanaged.schema, unmanaged.name);
+          if (unmanaged.relation) this.unmanagedRelation(unmanaged.kind, unmanaged.schema, unmanaged.name);
+          return;
+        }
+        if (isSessionStatement(s)) return;
         throw new DesiredStateError(
-          `${this.where(s)}: ${s.type.replace(/Stmt$/, '')} statements are not managed by the schema engine; remove it from the desired state (use a migration for it)`,
+          `${this.where(s)}: ${statementLabel(s)} is not a declaration: a desired state declares objects, and a statement that acts (DROP, UPDATE, DELETE, TRUNCATE, DO, COPY, a SELECT other than set_config) is refused; remove it (run it as a migration)`,
         );
+      }
     }
   }
 
@@ -312,17 +413,27 @@ export class DesiredStateBuilder {
     const n = s.node;
     const { schema, name } = rel(n['relation']);
     const what = `${this.where(s)}: table ${schema}.${name}`;
-    if (n['inhRelations'] !== undefined || n['partspec'] !== undefined || n['partbound'] !== undefined) {
-      throw new DesiredStateError(
-        `${what}: inheritance and partitioning are not managed; declare a plain table`,
-      );
+    const unmanagedKind =
+      n['partbound'] !== undefined
+        ? 'partition'
+        : n['partspec'] !== undefined
+          ? 'partitioned table'
+          : n['inhRelations'] !== undefined
+            ? 'inheritance child'
+            : n['ofTypename'] !== undefined
+              ? 'typed table'
+              : undefined;
+    if (unmanagedKind !== undefined) {
+      // Left alone whole, in the database and here alike: never created, altered or dropped by a plan.
+      this.unmanagedRelation(unmanagedKind, schema, name);
+      return;
     }
-    if (n['ofTypename'] !== undefined) throw new DesiredStateError(`${what}: typed tables are not managed`);
     const t: TableDraft = { schema, name, columns: [], constraints: [], indexes: [] };
     if (this.tables.has(objectKey(schema, name)))
       throw new DesiredStateError(`${what} is declared twice; keep one declaration`);
     this.tables.set(objectKey(schema, name), t);
     for (const el of (n['tableElts'] as AstNode[]) ?? []) {
+      if (this.isUnmanagedRelation(t)) return;
       if (isRecord(el['ColumnDef'])) this.addColumn(t, el['ColumnDef'], what);
       else if (isRecord(el['Constraint'])) this.addTableConstraint(t, el['Constraint'], what);
       else throw new DesiredStateError(`${what}: ${Object.keys(el)[0]} in a table body is not supported`);
@@ -392,6 +503,11 @@ export class DesiredStateBuilder {
   }
 
   private addTableConstraint(t: TableDraft, c: AstNode, what: string): void {
+    if (c['contype'] === 'CONSTR_EXCLUSION') {
+      // The model cannot express it, so the table is left alone whole, as the inspector leaves it.
+      this.unmanagedRelation('table with exclusion constraint', t.schema, t.name);
+      return;
+    }
     t.constraints.push(this.constraint(c, undefined, what));
   }
 
@@ -483,17 +599,39 @@ export class DesiredStateBuilder {
 
   private alterTable(s: ParsedStatement): void {
     const n = s.node;
+    const cmds = ((n['cmds'] as AstNode[]) ?? []).map((c) => c['AlterTableCmd'] as AstNode);
+    const only = (...subtypes: string[]) => cmds.every((c) => subtypes.includes(String(c['subtype'])));
     if (n['objtype'] !== 'OBJECT_TABLE') {
-      if (n['objtype'] === 'OBJECT_SEQUENCE' || n['objtype'] === 'OBJECT_VIEW') return; // ownership only
+      if (only('AT_ChangeOwner')) return; // ownership is not managed
+      // pg_dump attaches each partition's index to its parent's index, and sets matview/foreign table
+      // options: parts of objects that are not managed.
+      if (['OBJECT_INDEX', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE'].includes(String(n['objtype']))) return;
+      if (n['objtype'] === 'OBJECT_SEQUENCE' || n['objtype'] === 'OBJECT_VIEW') {
+        throw new DesiredStateError(
+          `${this.where(s)}: ALTER ${String(n['objtype']).replace('OBJECT_', '')} ${cmds.map((c) => String(c['subtype']).replace('AT_', '')).join(', ')} is not supported; write the final shape in its CREATE statement`,
+        );
+      }
       throw new DesiredStateError(
         `${this.where(s)}: ALTER ${String(n['objtype']).replace('OBJECT_', '')} is not supported`,
       );
     }
     const { schema, name } = rel(n['relation']);
+    for (const cmd of cmds) {
+      if (cmd['subtype'] !== 'AT_AttachPartition') continue;
+      // pg_dump creates a partition as a plain table and attaches it afterwards.
+      const partition = (cmd['def'] as AstNode)['PartitionCmd'] as AstNode;
+      const child = rel(partition['name']);
+      this.unmanagedRelation('partition', child.schema, child.name);
+    }
+    if (only('AT_AttachPartition')) {
+      this.unmanagedRelation('partitioned table', schema, name);
+      return;
+    }
+    if (this.isUnmanagedRelation({ schema, name })) return;
     const t = this.table(schema, name, s);
     const what = `${this.where(s)}: table ${schema}.${name}`;
-    for (const cmdNode of (n['cmds'] as AstNode[]) ?? []) {
-      const cmd = cmdNode['AlterTableCmd'] as AstNode;
+    for (const cmd of cmds) {
+      if (this.isUnmanagedRelation(t)) return;
       const col = () => {
         const c = t.columns.find((x) => x.name === cmd['name']);
         if (!c) throw new DesiredStateError(`${what}: column ${String(cmd['name'])} does not exist`);
@@ -528,6 +666,25 @@ export class DesiredStateBuilder {
         case 'AT_ChangeOwner':
         case 'AT_ReplicaIdentity':
           break;
+        case 'AT_EnableRowSecurity':
+        case 'AT_DisableRowSecurity':
+        case 'AT_ForceRowSecurity':
+        case 'AT_NoForceRowSecurity':
+          this.declareUnmanaged('row-level security', schema, name);
+          break;
+        case 'AT_EnableTrig':
+        case 'AT_EnableAlwaysTrig':
+        case 'AT_EnableReplicaTrig':
+        case 'AT_DisableTrig':
+        case 'AT_EnableTrigAll':
+        case 'AT_DisableTrigAll':
+        case 'AT_EnableTrigUser':
+        case 'AT_DisableTrigUser':
+          this.declareUnmanaged('trigger', schema, `${name}.${String(cmd['name'] ?? '*')}`);
+          break;
+        case 'AT_AddInherit':
+          this.unmanagedRelation('inheritance child', schema, name);
+          break;
         default:
           throw new DesiredStateError(
             `${what}: ALTER TABLE ${String(cmd['subtype']).replace('AT_', '')} is not supported in a desired state; write the final shape in CREATE TABLE`,
@@ -552,11 +709,18 @@ export class DesiredStateBuilder {
       if (text === undefined) delete target.comment;
       else target.comment = text;
     };
+    if (COMMENT_ON_UNMANAGED.has(objtype)) return; // part of an object that is not managed
     switch (objtype) {
       case 'OBJECT_EXTENSION':
         return; // an extension's comment is the extension's own (pg_dump repeats it)
+      case 'OBJECT_TABCONSTRAINT': {
+        const q = qual(list.slice(0, -1));
+        this.declareUnmanaged('constraint comment', q.schema, `${q.name}.${list[list.length - 1] ?? ''}`);
+        return;
+      }
       case 'OBJECT_TABLE': {
         const q = qual(list);
+        if (this.isUnmanagedRelation(q)) return;
         set(this.tables.get(objectKey(q.schema, q.name)), `TABLE ${q.name}`);
         return;
       }
@@ -568,6 +732,7 @@ export class DesiredStateBuilder {
       case 'OBJECT_COLUMN': {
         const column = list[list.length - 1] ?? '';
         const q = qual(list.slice(0, -1));
+        if (this.isUnmanagedRelation(q)) return;
         const t = this.tables.get(objectKey(q.schema, q.name));
         set(
           t?.columns.find((c) => c.name === column),
@@ -582,7 +747,8 @@ export class DesiredStateBuilder {
       }
       case 'OBJECT_SCHEMA': {
         const nm = isRecord(obj['String']) ? String(obj['String']['sval']) : '';
-        const sc = this.schemas.get(nm);
+        // public exists in every database, so a comment on it needs no CREATE SCHEMA (pg_dump writes none).
+        const sc = this.schemas.get(nm) ?? (nm === DEFAULT_SCHEMA ? { kind: 'Schema', name: nm } : undefined);
         if (!sc)
           throw new DesiredStateError(
             `${this.where(s)}: COMMENT ON SCHEMA ${nm}: the schema is not declared`,
@@ -594,6 +760,7 @@ export class DesiredStateBuilder {
         const parts = isRecord(obj['TypeName']) ? names(obj['TypeName']['names']) : [];
         const q = qual(parts);
         const e = this.enums.get(objectKey(q.schema, q.name));
+        if (!e && this.unmanaged.some((u) => u.schema === q.schema && u.name === q.name)) return;
         if (!e)
           throw new DesiredStateError(
             `${this.where(s)}: COMMENT ON TYPE ${q.name}: the type is not declared`,
@@ -604,6 +771,7 @@ export class DesiredStateBuilder {
       }
       case 'OBJECT_INDEX': {
         const q = qual(list);
+        if (this.indexesOfUnmanaged.has(objectKey(q.schema, q.name))) return;
         for (const t of this.tables.values()) {
           if (t.schema !== q.schema) continue;
           const i = t.indexes.findIndex((x) => x.name === q.name);
@@ -659,7 +827,24 @@ export class DesiredStateBuilder {
     }
   }
 
+  /** The model, or every problem found in one error (one per line). */
   build(): SchemaModel {
+    let model: SchemaModel | undefined;
+    try {
+      model = this.buildModel();
+    } catch (error) {
+      if (!(error instanceof DesiredStateError)) throw error;
+      this.problems.push(error.message);
+    }
+    if (this.problems.length === 1) throw new DesiredStateError(this.problems[0] ?? '');
+    if (this.problems.length > 1 || model === undefined)
+      throw new DesiredStateError(
+        `${this.problems.length} problems in the desired state:\n${this.problems.map((p) => `  ${p}`).join('\n')}`,
+      );
+    return model;
+  }
+
+  private buildModel(): SchemaModel {
     const tables: Table[] = [];
     const tableMap = new Map<string, TableDraft>();
     for (const t of this.tables.values()) tableMap.set(objectKey(t.schema, t.name), t);
@@ -770,6 +955,223 @@ export class DesiredStateBuilder {
       unmanaged: this.unmanaged,
     };
   }
+}
+
+/** A declaration of a kind the engine does not manage: listed as unmanaged, never planned. */
+interface UnmanagedDeclaration {
+  readonly kind: string;
+  readonly schema: string;
+  readonly name: string;
+  /** A relation: statements about it later in the file are part of it. */
+  readonly relation?: boolean;
+}
+
+const qualified = (parts: string[]): { schema: string; name: string } => ({
+  schema: parts.length >= 2 ? (parts[parts.length - 2] ?? DEFAULT_SCHEMA) : DEFAULT_SCHEMA,
+  name: parts[parts.length - 1] ?? '',
+});
+
+/** DefineStmt kinds (CREATE AGGREGATE, OPERATOR, TEXT SEARCH ..., COLLATION, TYPE) by their label. */
+const DEFINE_KINDS: Readonly<Record<string, string>> = {
+  OBJECT_AGGREGATE: 'aggregate',
+  OBJECT_OPERATOR: 'operator',
+  OBJECT_TYPE: 'type',
+  OBJECT_TSCONFIGURATION: 'text search configuration',
+  OBJECT_TSDICTIONARY: 'text search dictionary',
+  OBJECT_TSPARSER: 'text search parser',
+  OBJECT_TSTEMPLATE: 'text search template',
+  OBJECT_COLLATION: 'collation',
+};
+
+/** Statements that only adjust objects that are not managed, or ownership and privileges: accepted. */
+const ACCEPTED_UNMANAGED = new Set([
+  'AlterDomainStmt',
+  'AlterFunctionStmt',
+  'AlterTSConfigurationStmt',
+  'AlterTSDictionaryStmt',
+  'AlterExtensionStmt',
+  'AlterExtensionContentsStmt',
+  'AlterEventTrigStmt',
+  'AlterPublicationStmt',
+  'AlterForeignServerStmt',
+  'AlterFdwStmt',
+  'AlterOperatorStmt',
+  'AlterOpFamilyStmt',
+  'AlterStatsStmt',
+  'AlterPolicyStmt',
+  'AlterUserMappingStmt',
+]);
+
+/** Ownership and privileges are not managed by default: accepted, and listed once each. */
+const OWNERSHIP_AND_PRIVILEGES: Readonly<Record<string, string>> = {
+  AlterOwnerStmt: 'ownership',
+  GrantStmt: 'privileges',
+  GrantRoleStmt: 'privileges',
+  AlterDefaultPrivilegesStmt: 'privileges',
+  SecLabelStmt: 'security labels',
+  CreateRoleStmt: 'roles',
+  AlterRoleStmt: 'roles',
+  AlterRoleSetStmt: 'roles',
+};
+
+/** COMMENT ON a kind that is not managed is part of that object. */
+const COMMENT_ON_UNMANAGED = new Set([
+  'OBJECT_FUNCTION',
+  'OBJECT_PROCEDURE',
+  'OBJECT_ROUTINE',
+  'OBJECT_AGGREGATE',
+  'OBJECT_TRIGGER',
+  'OBJECT_DOMAIN',
+  'OBJECT_DOMCONSTRAINT',
+  'OBJECT_POLICY',
+  'OBJECT_MATVIEW',
+  'OBJECT_FOREIGN_TABLE',
+  'OBJECT_RULE',
+  'OBJECT_EVENT_TRIGGER',
+  'OBJECT_PUBLICATION',
+  'OBJECT_SUBSCRIPTION',
+  'OBJECT_FOREIGN_SERVER',
+  'OBJECT_FDW',
+  'OBJECT_TSCONFIGURATION',
+  'OBJECT_TSDICTIONARY',
+  'OBJECT_TSPARSER',
+  'OBJECT_TSTEMPLATE',
+  'OBJECT_OPERATOR',
+  'OBJECT_OPCLASS',
+  'OBJECT_OPFAMILY',
+  'OBJECT_COLLATION',
+  'OBJECT_CONVERSION',
+  'OBJECT_LANGUAGE',
+  'OBJECT_CAST',
+  'OBJECT_STATISTIC_EXT',
+  'OBJECT_TRANSFORM',
+  'OBJECT_ACCESS_METHOD',
+  'OBJECT_LARGEOBJECT',
+  'OBJECT_ROLE',
+  'OBJECT_DATABASE',
+  'OBJECT_TABLESPACE',
+]);
+
+function routineName(n: AstNode): string {
+  const params = ((n['parameters'] as AstNode[] | undefined) ?? [])
+    .map((p) => p['FunctionParameter'] as AstNode)
+    .filter((p) => p['mode'] !== 'FUNC_PARAM_OUT' && p['mode'] !== 'FUNC_PARAM_TABLE')
+    .map((p) => renderType(typeRefFromAst(p['argType'] as AstNode).type));
+  return `${qualified(names(n['funcname'])).name}(${params.join(', ')})`;
+}
+
+/**
+ * What a statement declares when it is of a kind the engine does not manage; `'ignore'` when it is
+ * accepted and adds nothing to report; undefined when it is not a declaration of such a kind.
+ */
+function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignore' | undefined {
+  const n = s.node;
+  const onTable = (relation: unknown, name: string) => {
+    const r = rel(relation);
+    return { schema: r.schema, name: `${r.name}.${name}` };
+  };
+  const ownership = OWNERSHIP_AND_PRIVILEGES[s.type];
+  if (ownership !== undefined) return { kind: ownership, schema: '', name: 'not managed' };
+  if (ACCEPTED_UNMANAGED.has(s.type)) return 'ignore';
+  switch (s.type) {
+    case 'CreateFunctionStmt': {
+      const q = qualified(names(n['funcname']));
+      return {
+        kind: n['is_procedure'] === true ? 'procedure' : 'function',
+        schema: q.schema,
+        name: routineName(n),
+      };
+    }
+    case 'CreateTrigStmt':
+      return { kind: 'trigger', ...onTable(n['relation'], String(n['trigname'])) };
+    case 'CreateDomainStmt':
+      return { kind: 'domain', ...qualified(names(n['domainname'])) };
+    case 'CompositeTypeStmt':
+      return { kind: 'type', ...rel(n['typevar']) };
+    case 'CreateRangeStmt':
+      return { kind: 'type', ...qualified(names(n['typeName'])) };
+    case 'DefineStmt':
+      return { kind: DEFINE_KINDS[String(n['kind'])] ?? 'object', ...qualified(names(n['defnames'])) };
+    case 'RuleStmt':
+      return { kind: 'rule', ...onTable(n['relation'], String(n['rulename'])) };
+    case 'CreatePolicyStmt':
+      return { kind: 'policy', ...onTable(n['table'], String(n['policy_name'])) };
+    case 'CreateEventTrigStmt':
+      return { kind: 'event trigger', schema: '', name: String(n['trigname']) };
+    case 'CreatePublicationStmt':
+      return { kind: 'publication', schema: '', name: String(n['pubname']) };
+    case 'CreateSubscriptionStmt':
+      return { kind: 'subscription', schema: '', name: String(n['subname']) };
+    case 'CreateForeignServerStmt':
+      return { kind: 'foreign server', schema: '', name: String(n['servername']) };
+    case 'CreateFdwStmt':
+      return { kind: 'foreign-data wrapper', schema: '', name: String(n['fdwname']) };
+    case 'CreateUserMappingStmt':
+      return { kind: 'user mapping', schema: '', name: String(n['servername']) };
+    case 'CreateForeignTableStmt':
+      return { kind: 'foreign table', ...rel((n['base'] as AstNode)['relation']), relation: true };
+    case 'CreateTableAsStmt': {
+      if (n['objtype'] !== 'OBJECT_MATVIEW') return undefined;
+      return {
+        kind: 'materialized view',
+        ...rel(
+          (n['into'] as AstNode)['IntoClause']
+            ? ((n['into'] as AstNode)['IntoClause'] as AstNode)['rel']
+            : (n['into'] as AstNode)['rel'],
+        ),
+        relation: true,
+      };
+    }
+    case 'CreateStatsStmt':
+      return { kind: 'statistics', ...qualified(names(n['defnames'])) };
+    case 'CreateCastStmt':
+      return { kind: 'cast', schema: '', name: 'cast' };
+    case 'CreateConversionStmt':
+      return { kind: 'conversion', ...qualified(names(n['conversion_name'])) };
+    case 'CreateOpClassStmt':
+      return { kind: 'operator class', ...qualified(names(n['opclassname'])) };
+    case 'CreateOpFamilyStmt':
+      return { kind: 'operator family', ...qualified(names(n['opfamilyname'])) };
+    case 'CreateTransformStmt':
+      return { kind: 'transform', schema: '', name: 'transform' };
+    case 'CreateAmStmt':
+      return { kind: 'access method', schema: '', name: String(n['amname']) };
+    case 'CreatePLangStmt':
+      // plpgsql is built in (pg_dump of old servers and some authors still write CREATE LANGUAGE plpgsql).
+      return n['plname'] === 'plpgsql'
+        ? 'ignore'
+        : { kind: 'language', schema: '', name: String(n['plname']) };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The one rule for statements that declare nothing: a statement that only configures the session running
+ * the file (SET, RESET, BEGIN/COMMIT, SELECT set_config(...) as pg_dump writes it) is skipped; any other
+ * is refused (see statementLabel's caller).
+ */
+function isSessionStatement(s: ParsedStatement): boolean {
+  if (s.type === 'VariableSetStmt' || s.type === 'TransactionStmt') return true;
+  if (s.type !== 'SelectStmt') return false;
+  const n = s.node;
+  const targets = (n['targetList'] as AstNode[] | undefined) ?? [];
+  const clauses = ['fromClause', 'whereClause', 'valuesLists', 'withClause', 'larg'];
+  if (targets.length === 0 || clauses.some((c) => n[c] !== undefined)) return false;
+  return targets.every((t) => {
+    const val = (t['ResTarget'] as AstNode)['val'];
+    if (!isRecord(val) || !isRecord(val['FuncCall'])) return false;
+    const fn = names(val['FuncCall']['funcname']);
+    return fn[fn.length - 1] === 'set_config' && (fn.length === 1 || fn[0] === 'pg_catalog');
+  });
+}
+
+function statementLabel(s: ParsedStatement): string {
+  const words = s.type
+    .replace(/Stmt$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toUpperCase();
+  return words;
 }
 
 function literal(node: unknown, what: string): string | null {

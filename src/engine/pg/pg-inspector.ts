@@ -44,6 +44,7 @@ ORDER BY 1, 2`;
 
 const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS relkind,
   c.relispartition AS is_partition, obj_description(c.oid, 'pg_class') AS comment,
+  EXISTS (SELECT 1 FROM pg_inherits ih WHERE ih.inhrelid = c.oid) AS is_child,
   CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS view_def
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
@@ -77,8 +78,22 @@ WHERE c.relkind = 'r' AND ${USER_SCHEMA}
 ORDER BY i.indrelid, ci.relname`;
 
 /** Objects the model does not manage, so they are reported and never dropped. */
-const Q_UNMANAGED = `SELECT 'function' AS kind, n.nspname AS schema, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
+const Q_UNMANAGED = `SELECT CASE p.prokind WHEN 'a' THEN 'aggregate' WHEN 'p' THEN 'procedure' ELSE 'function' END AS kind,
+  n.nspname AS schema, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+UNION ALL SELECT 'rule', n.nspname, c.relname || '.' || r.rulename FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE r.rulename <> '_RETURN' AND ${USER_SCHEMA}
+UNION ALL SELECT 'operator', n.nspname, o.oprname FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
+  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_operator', 'o.oid')}
+UNION ALL SELECT 'text search configuration', n.nspname, t.cfgname FROM pg_ts_config t JOIN pg_namespace n ON n.oid = t.cfgnamespace
+  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_ts_config', 't.oid')}
+UNION ALL SELECT 'collation', n.nspname, co.collname FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
+  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_collation', 'co.oid')}
+UNION ALL SELECT 'event trigger', '', evtname FROM pg_event_trigger
+  WHERE ${NOT_EXTENSION_MEMBER('pg_event_trigger', 'oid')}
+UNION ALL SELECT 'publication', '', pubname FROM pg_publication
+UNION ALL SELECT 'foreign server', '', srvname FROM pg_foreign_server
+  WHERE ${NOT_EXTENSION_MEMBER('pg_foreign_server', 'oid')}
 UNION ALL SELECT 'trigger', n.nspname, c.relname || '.' || tg.tgname FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT tg.tgisinternal AND ${USER_SCHEMA}
 UNION ALL SELECT CASE t.typtype WHEN 'd' THEN 'domain' ELSE 'type' END, n.nspname, t.typname FROM pg_type t
@@ -162,8 +177,7 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
   };
   for (const s of c.schemas) {
     const name = str(s['name']);
-    if (name === DEFAULT_SCHEMA) continue;
-    out.push(`CREATE SCHEMA ${quoteIdent(name)};`);
+    if (name !== DEFAULT_SCHEMA) out.push(`CREATE SCHEMA ${quoteIdent(name)};`);
     comment(`SCHEMA ${quoteIdent(name)}`, s['comment']);
   }
   for (const e of c.extensions) {
@@ -193,10 +207,12 @@ function modelFromCatalog(c: CatalogRows): SchemaModel {
     const q = quoteQualified(schema, name);
     const relkind = str(r['relkind']);
     const oid = str(r['oid']);
-    if (RELKIND_UNMANAGED[relkind] !== undefined || r['is_partition'] === 't') {
+    if (RELKIND_UNMANAGED[relkind] !== undefined || r['is_partition'] === 't' || r['is_child'] === 't') {
+      // An inheritance child is left alone whole: as a plain table it would be planned as DROP TABLE.
       unmanaged.push({
         kind: 'Unmanaged',
-        objectKind: RELKIND_UNMANAGED[relkind] ?? 'partition',
+        objectKind:
+          RELKIND_UNMANAGED[relkind] ?? (r['is_partition'] === 't' ? 'partition' : 'inheritance child'),
         schema,
         name,
       });
