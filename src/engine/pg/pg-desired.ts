@@ -601,8 +601,9 @@ export class DesiredStateBuilder {
     const n = s.node;
     const cmds = ((n['cmds'] as AstNode[]) ?? []).map((c) => c['AlterTableCmd'] as AstNode);
     const only = (...subtypes: string[]) => cmds.every((c) => subtypes.includes(String(c['subtype'])));
+    // Ownership is not managed; pg_dump spells a sequence's or view's owner as ALTER TABLE ... OWNER TO.
+    if (only('AT_ChangeOwner')) return;
     if (n['objtype'] !== 'OBJECT_TABLE') {
-      if (only('AT_ChangeOwner')) return; // ownership is not managed
       // pg_dump attaches each partition's index to its parent's index, and sets matview/foreign table
       // options: parts of objects that are not managed.
       if (['OBJECT_INDEX', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE'].includes(String(n['objtype']))) return;
