@@ -8,6 +8,8 @@
  *   PTAH_LOG_LEVEL                pino level (default info)
  *   PTAH_WEBHOOK_CERT_FILE, PTAH_WEBHOOK_KEY_FILE, PTAH_WEBHOOK_PORT   serve the admission webhooks
  *                                 (every replica serves them, leader or not)
+ *   PTAH_METRICS_BIND_ADDRESS     serve Prometheus metrics on GET /metrics at host:port (e.g. `:8080`);
+ *                                 unset, no metrics endpoint
  * SIGTERM or SIGINT stops the workers after the keys in flight and exits 0; losing leadership exits 1.
  */
 import { readFileSync } from 'node:fs';
@@ -18,6 +20,8 @@ import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
 import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
 import { approvalWebhooks } from '../admission/webhooks.ts';
 import { Manager } from './manager.ts';
+import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
+import { OperatorMetrics } from './metrics/operator-metrics.ts';
 
 const env = process.env;
 const log = pino({ level: env['PTAH_LOG_LEVEL'] ?? 'info', base: { component: 'ptah-operator' } });
@@ -26,6 +30,7 @@ const kubeConfig = new k8s.KubeConfig();
 if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
 else kubeConfig.loadFromCluster();
 
+const metrics = env['PTAH_METRICS_BIND_ADDRESS'] ? new OperatorMetrics() : undefined;
 const manager = new Manager({
   kubeConfig,
   coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system',
@@ -38,6 +43,7 @@ const manager = new Manager({
     runnerImage: env['PTAH_RUNNER_IMAGE'] ?? 'ptah-runner:dev',
   },
   log,
+  ...(metrics ? { metrics } : {}),
   ...(env['PTAH_LEADER_LEASE_SECONDS']
     ? { leaderLeaseSeconds: Number(env['PTAH_LEADER_LEASE_SECONDS']) }
     : {}),
@@ -53,6 +59,7 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
 
 log.info({ coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system' }, 'manager starting');
 let webhooks: AdmissionServer | undefined;
+let metricsServer: MetricsServer | undefined;
 try {
   // Webhooks first: admission must answer even while this replica waits for leadership.
   if (env['PTAH_WEBHOOK_CERT_FILE'] && env['PTAH_WEBHOOK_KEY_FILE']) {
@@ -66,8 +73,13 @@ try {
     });
     log.info({ port: webhooks.port }, 'webhooks serving');
   }
+  if (metrics) {
+    metricsServer = await startMetricsServer(metrics, env['PTAH_METRICS_BIND_ADDRESS']!);
+    log.info({ port: metricsServer.port }, 'metrics serving');
+  }
   await manager.start(stop.signal);
   await webhooks?.close();
+  await metricsServer?.close();
   log.info({}, 'manager stopped');
   process.exit(stop.signal.aborted ? 0 : 1);
 } catch (error) {

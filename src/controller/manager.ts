@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
 import type { ManagerIdentity } from './jobs/schema-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
+import { instrument, type OperatorMetrics } from './metrics/operator-metrics.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
@@ -32,6 +33,8 @@ export interface ManagerOptions {
   readonly workers?: number;
   readonly leaderLeaseName?: string;
   readonly leaderLeaseSeconds?: number;
+  /** Counts what this process does and reads the caches at each scrape; absent, nothing is counted. */
+  readonly metrics?: OperatorMetrics;
 }
 
 type Watched = k8s.KubernetesObject;
@@ -42,6 +45,7 @@ type WatchedApproval = Watched & { spec?: { schemaRef?: { name?: string } } };
 export class Manager {
   private readonly informers: k8s.Informer<Watched>[] = [];
   private schemas: (k8s.Informer<WatchedSchema> & k8s.ObjectCache<WatchedSchema>) | undefined;
+  private jobs: (k8s.Informer<k8s.V1Job> & k8s.ObjectCache<k8s.V1Job>) | undefined;
 
   constructor(private readonly options: ManagerOptions) {}
 
@@ -49,6 +53,10 @@ export class Manager {
     const { kubeConfig, log } = this.options;
     const queue = new WorkQueue({ baseMs: 500, maxMs: 60_000 });
     this.startWatches(queue, signal);
+    const { metrics } = this.options;
+    if (metrics && this.schemas && this.jobs) {
+      instrument(metrics, { schemas: this.schemas, jobs: this.jobs, queueDepth: () => queue.length });
+    }
 
     const reconciler = new SchemaReconciler({
       core: kubeConfig.makeApiClient(k8s.CoreV1Api),
@@ -80,12 +88,17 @@ export class Manager {
     try {
       await elector.run(signal, async (leadership) => {
         // Everything known so far is looked at once; events keep it current afterwards.
+        metrics?.setLeader(true);
         for (const s of this.schemas?.list() ?? []) queue.add(keyOf(s));
         await runWorkers(queue, leadership, {
           concurrency: this.options.workers ?? 2,
           handle: async (key) => {
             const started = Date.now();
-            const result = await reconciler.reconcile(parseKey(key));
+            const result = await reconciler.reconcile(parseKey(key)).catch((error: unknown) => {
+              metrics?.reconciled('PtahSchema', 'error', (Date.now() - started) / 1000);
+              throw error;
+            });
+            metrics?.reconciled('PtahSchema', 'success', (Date.now() - started) / 1000);
             log.debug({ key, ms: Date.now() - started, requeueAfterMs: result.requeueAfterMs }, 'reconciled');
             return result;
           },
@@ -95,6 +108,7 @@ export class Manager {
               'reconcile failed; retrying with backoff',
             ),
         });
+        metrics?.setLeader(false);
         if (!signal.aborted) log.error({}, 'leadership lost; stopping');
       });
     } finally {
@@ -138,6 +152,7 @@ export class Manager {
       () => batch.listJobForAllNamespaces({ labelSelector: jobSelector }),
       jobSelector,
     );
+    this.jobs = jobs;
     // Our own snapshots and plan chunks (up to 8 MiB a plan) never enter the cache: only a person's
     // ConfigMaps can be a source, and the reconciler reads every ConfigMap it decides on uncached.
     const notOurs = `${LABELS.managedBy}!=${MANAGED_BY}`;
