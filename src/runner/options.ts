@@ -166,6 +166,7 @@ function compileRun(
       'PTAH_DB_URL',
       error instanceof DatabaseUrlError ? error.message : 'not a postgres:// or mysql:// URL',
       'fix the URL in the target Secret',
+      'invalid_database_url',
     );
   }
   const expectedEngine = env['PTAH_EXPECTED_DATABASE_ENGINE'];

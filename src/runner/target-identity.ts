@@ -1,7 +1,9 @@
 /**
  * The credential-free identity of the database a Pod was pointed at. The manager never sees the URL; it
  * compares this digest with the one it recorded, so a Secret repointed at another database is noticed.
- * Binds engine, host, port, database and user; never the password or connection options that only tune.
+ * Binds engine, host, port, database and user, exactly as the driver is handed them (pgConnectionConfig,
+ * mysqlConnectionConfig); never the password or the tuning parameters. A URL whose query would move the
+ * connection elsewhere (?host=, ?port=, ?user=, ?dbname= …) is refused by parseDatabaseUrl.
  */
 import { canonicalDigest } from '../api/digest.ts';
 import { parseDatabaseUrl } from '../engine/database-url.ts';

@@ -841,6 +841,8 @@ function refuseProofFromAnotherTarget(b: Builder, input: DecideInput, claim: Cla
 function applyFailureMessage(result: RunnerResult): string {
   if (result.error?.code === 'target_identity_mismatch')
     return 'the Secret names another database than the plan was computed against; nothing ran';
+  if (result.error?.code === 'invalid_database_url')
+    return 'the database URL in the Secret is refused (the Pod log names the part); nothing ran';
   return result.outcome === 'refused'
     ? 'the apply was refused before it started; nothing ran'
     : 'apply failed';

@@ -3,7 +3,7 @@
  * round trips), and the facts core code asks for instead of testing the dialect by name.
  */
 import pg from 'pg';
-import { redact } from '../database-url.ts';
+import { parseDatabaseUrl, pgConnectionConfig, redact } from '../database-url.ts';
 import { DatabaseError, type Session } from '../session.ts';
 
 export { DatabaseError, type Session };
@@ -32,10 +32,11 @@ export async function connectPostgres(
   url: string,
   options: { connectTimeoutMs?: number } = {},
 ): Promise<Session> {
+  // The driver connects to exactly the target the identity names: never a connection string it re-reads.
   const client = new pg.Client({
-    connectionString: url,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     application_name: 'ptah-schema',
+    ...pgConnectionConfig(parseDatabaseUrl(url)),
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
   });
   // Values come back as text: the engine compares catalog text, never driver-converted values.
   const textTypes = { getTypeParser: () => (v: string) => v };

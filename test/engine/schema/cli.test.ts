@@ -123,12 +123,33 @@ describe('ptah schema CLI (postgres)', () => {
     const out = join(dir, 'refused.json');
     const file = join(dir, 'protected.sql');
     writeFileSync(file, 'CREATE TABLE "Item" (id int PRIMARY KEY, name text NOT NULL, extra int);');
-    const r = await ptah(['plan', '--desired', file, '--protected-table', 'Item', '--out', out], {
+    // PostgreSQL folding: the quoted name keeps its case and protects "Item".
+    const r = await ptah(['plan', '--desired', file, '--protected-table', '"Item"', '--out', out], {
       PTAH_DB_URL: url,
     });
     assert.equal(r.code, 4);
     assert.match(r.stdout, /plan refused: table public\.Item is protected/);
     assert.throws(() => readFileSync(out));
+    // Unquoted, Item folds to item: another table, so "Item" is not protected and the plan is written.
+    const folded = await ptah(['plan', '--desired', file, '--protected-table', 'Item', '--out', out], {
+      PTAH_DB_URL: url,
+    });
+    assert.equal(folded.code, 3, folded.stderr);
+    rmSync(out);
+    const invalid = await ptah(['plan', '--desired', file, '--protected-table', 'a.b.c', '--out', out], {
+      PTAH_DB_URL: url,
+    });
+    assert.notEqual(invalid.code, 0);
+    assert.match(invalid.stderr, /protected table name "a\.b\.c" is invalid/);
+  });
+
+  test('a URL whose query redirects the connection is refused by name before connecting', async () => {
+    for (const param of ['host=127.0.0.2', 'port=1', 'user=postgres', 'options=-csearch_path%3Dx']) {
+      const r = await ptah(['inspect', '--json'], { PTAH_DB_URL: `${url}?${param}` });
+      noSecret(r);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, new RegExp(`query parameter "${param.split('=')[0]}" would redirect`));
+    }
   });
 
   test('inspect prints the model and unmanaged objects', async () => {

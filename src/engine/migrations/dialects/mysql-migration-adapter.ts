@@ -2,6 +2,7 @@
 // the migration lock is GET_LOCK, whose wait is bounded by its own timeout argument.
 import { createHash } from 'node:crypto';
 import mysql from 'mysql2/promise';
+import { mysqlConnectionConfig, parseDatabaseUrl } from '../../database-url.ts';
 import type { RowDataPacket } from 'mysql2/promise';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -42,13 +43,9 @@ export async function openMysqlMigrationAdapter(
   name: RevisionTableName,
   options: ConnectOptions = {},
 ): Promise<MigrationAdapter> {
-  const u = new URL(url);
+  // The driver connects to exactly the target the identity names.
   const conn = await mysql.createConnection({
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    database: decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined,
+    ...mysqlConnectionConfig(parseDatabaseUrl(url)),
     multipleStatements: false,
     connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     connectAttributes: { program_name: 'ptah-migrations' },

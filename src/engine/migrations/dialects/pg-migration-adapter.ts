@@ -1,6 +1,7 @@
 // PostgreSQL: transactional DDL, a session advisory lock waited for under lock_timeout.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { parseDatabaseUrl, pgConnectionConfig } from '../../database-url.ts';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   type ConnectOptions,
@@ -33,9 +34,10 @@ export async function openPgMigrationAdapter(
   name: RevisionTableName,
   options: ConnectOptions = {},
 ): Promise<MigrationAdapter> {
+  // The driver connects to exactly the target the identity names: never a connection string it re-reads.
   const client = new pg.Client({
-    connectionString: url,
     application_name: 'ptah-migrations',
+    ...pgConnectionConfig(parseDatabaseUrl(url)),
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
   });
   // A broken connection is reported through the failing query; without a listener it would crash the process.
