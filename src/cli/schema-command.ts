@@ -51,11 +51,13 @@ options:
 
 exit codes:
   0 success, nothing to do (plan: no changes; drift: no drift; apply: applied or validated)
-  1 failed (database error, invalid desired state or plan file, a failing statement: rolled back)
+  1 failed, nothing changed (database error, invalid desired state or plan file, a failing statement that
+    was rolled back or was the first of a MySQL plan)
   2 usage error
   3 success with changes (plan has statements; drift found)
   4 refused on purpose (protected table, unsupported change, stale plan)
-  5 uncertain (the connection failed while committing: inspect before retrying)
+  5 uncertain or partial (the connection failed while committing, or MySQL DDL ran before a failing
+    statement and stays applied: inspect before retrying)
 
 See docs/cli-schema.md.`;
 
@@ -252,6 +254,8 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
           return EXIT.refused;
         case 'failed':
           return EXIT.failed;
+        // Statements that committed on their own stay applied: the runner must read the database again.
+        case 'partial':
         case 'uncertain':
           return EXIT.uncertain;
       }

@@ -116,6 +116,11 @@ export function applyJson(r: ApplyResult): unknown {
   };
 }
 
+function errorCodes(r: ApplyResult): string {
+  const errno = r.failure?.errno !== undefined ? `error ${r.failure.errno}, ` : '';
+  return `${errno}SQLSTATE ${r.failure?.sqlstate ?? 'unknown'}`;
+}
+
 export function applyText(r: ApplyResult): string {
   switch (r.outcome) {
     case 'validated': {
@@ -128,7 +133,9 @@ export function applyText(r: ApplyResult): string {
     case 'stale':
       return `outcome: stale\nthe database is no longer in the state plan ${r.digest} was computed against; plan again\n`;
     case 'failed':
-      return `outcome: failed\nstatement ${r.failure?.position ?? '?'} of ${r.statements.length} failed (SQLSTATE ${r.failure?.sqlstate ?? 'unknown'}): ${r.failure?.message ?? ''}\nthe transaction was rolled back; the database is unchanged\n`;
+      return `outcome: failed\nstatement ${r.failure?.position ?? '?'} of ${r.statements.length} failed (${errorCodes(r)}): ${r.failure?.message ?? ''}\n${r.statements[0]?.transactional === false ? 'it was the first statement; nothing ran' : 'the transaction was rolled back'}; the database is unchanged\n`;
+    case 'partial':
+      return `outcome: partial\nstatement ${r.failure?.position ?? '?'} of ${r.statements.length} failed (${errorCodes(r)}): ${r.failure?.message ?? ''}\nstatements 1-${r.failure?.applied ?? '?'} ran and stay applied (they commit on their own; nothing was rolled back); inspect the database and plan again\n`;
     case 'uncertain':
       return `outcome: uncertain\nthe connection failed while committing plan ${r.digest}: ${r.failure?.message ?? ''}\ninspect the database before retrying\n`;
   }

@@ -11,6 +11,7 @@ import type {
   RowValues,
   Sequence,
   Table,
+  TableOptions,
   View,
 } from './model.ts';
 
@@ -46,6 +47,13 @@ export type Change =
   | { readonly kind: 'DropSequence'; readonly sequence: Sequence }
   | { readonly kind: 'CreateTable'; readonly table: Table }
   | { readonly kind: 'DropTable'; readonly table: Table }
+  /** The table's dialect options change (MySQL: ENGINE, collation, ROW_FORMAT). */
+  | {
+      readonly kind: 'AlterTableOptions';
+      readonly table: TableRef;
+      readonly from: TableOptions;
+      readonly options: TableOptions;
+    }
   | {
       readonly kind: 'AddColumn';
       readonly table: TableRef;
@@ -72,7 +80,13 @@ export type Change =
   | { readonly kind: 'DropIndex'; readonly table: TableRef; readonly index: Index }
   | { readonly kind: 'CreateView'; readonly view: View }
   | { readonly kind: 'DropView'; readonly view: View }
-  | { readonly kind: 'SetComment'; readonly target: CommentTarget; readonly comment?: string }
+  | {
+      readonly kind: 'SetComment';
+      readonly target: CommentTarget;
+      readonly comment?: string;
+      /** For a column comment: the desired column (a dialect without COMMENT ON restates the column). */
+      readonly column?: Column;
+    }
   | {
       readonly kind: 'InsertRow';
       readonly table: TableRef;
@@ -164,6 +178,7 @@ const TABLE_OF: TableOf = {
   DropSequence: none,
   CreateTable: own,
   DropTable: own,
+  AlterTableOptions: own,
   AddColumn: own,
   DropColumn: own,
   AlterColumnType: own,

@@ -12,10 +12,59 @@ function mods(t: TypeRef): number[] {
   return t.mods === '' ? [] : t.mods.slice(1, -1).split(',').map(Number);
 }
 
+/** MySQL's type names (unsigned and zerofill follow the length in `mods`). */
+const MYSQL_INT_RANK: Readonly<Record<string, number>> = {
+  tinyint: 1,
+  smallint: 2,
+  mediumint: 3,
+  int: 4,
+  bigint: 5,
+};
+const MYSQL_TEXT_RANK: Readonly<Record<string, number>> = {
+  tinytext: 255,
+  text: 65535,
+  mediumtext: 16777215,
+  longtext: 4294967295,
+};
+
+function mysqlTypeRisk(a: TypeRef, b: TypeRef): 'widen' | 'rewrite' | 'narrow' | undefined {
+  const unsigned = (t: TypeRef) => t.mods.includes('unsigned');
+  const len = (t: TypeRef) => Number(/^\((\d+)/.exec(t.mods)?.[1] ?? 0);
+  const ra = MYSQL_INT_RANK[a.name];
+  const rb = MYSQL_INT_RANK[b.name];
+  if (ra !== undefined && rb !== undefined) {
+    if (unsigned(a) !== unsigned(b)) return 'narrow';
+    return rb > ra ? 'rewrite' : rb === ra ? 'widen' : 'narrow';
+  }
+  const width = (t: TypeRef) =>
+    t.name === 'varchar' || t.name === 'char' ? len(t) : MYSQL_TEXT_RANK[t.name];
+  const wa = width(a);
+  const wb = width(b);
+  if (wa !== undefined && wb !== undefined) {
+    if (wb < wa) return 'narrow';
+    return a.name === b.name && a.name === 'varchar' ? 'widen' : 'rewrite';
+  }
+  if ((a.name === 'enum' || a.name === 'set') && a.name === b.name) {
+    // Appending values keeps every stored value (and its index); anything else may not.
+    return b.mods.startsWith(a.mods.slice(0, -1)) ? 'widen' : 'narrow';
+  }
+  if (a.name === 'decimal' && b.name === 'decimal' && unsigned(a) === unsigned(b)) {
+    const [ap = 0, as = 0] = a.mods.slice(1, a.mods.indexOf(')')).split(',').map(Number);
+    const [bp = 0, bs = 0] = b.mods.slice(1, b.mods.indexOf(')')).split(',').map(Number);
+    return bs >= as && bp - bs >= ap - as ? 'rewrite' : 'narrow';
+  }
+  return undefined;
+}
+
 /** How a type change affects stored data. */
 export function typeChangeRisk(from: Column, to: Column): 'widen' | 'rewrite' | 'narrow' {
   const a = from.type;
   const b = to.type;
+  const sameCollation = (from.collation ?? '') === (to.collation ?? '');
+  // Only other attributes change (MySQL restates the column for ON UPDATE or INVISIBLE).
+  if (sameCollation && a.name === b.name && a.mods === b.mods && a.array === b.array) return 'widen';
+  const mysql = sameCollation ? mysqlTypeRisk(a, b) : undefined;
+  if (mysql !== undefined) return mysql;
   if (
     (from.collation ?? '') !== (to.collation ?? '') &&
     a.name === b.name &&
@@ -102,6 +151,8 @@ export function classify(change: Change): Classification {
       return c('safe', 'creates a table');
     case 'DropTable':
       return c('destructive', 'drops a table and every row in it', true);
+    case 'AlterTableOptions':
+      return c('warning', 'changes table options (engine, collation, row format): rebuilds the table');
     case 'AddColumn': {
       const col = change.column;
       if (

@@ -1,6 +1,6 @@
 /**
  * A dialect plugs into the engine as one object: it connects, inspects, loads desired SQL, renders changes
- * and states facts. Core code asks for the fact, never for the dialect's name. MySQL will add a second one.
+ * and states facts. Core code asks for the fact, never for the dialect's name. PostgreSQL and MySQL (MariaDB) are the two.
  */
 import type { Change } from './changes.ts';
 import type { RowSet, SchemaModel, Table } from './model.ts';
@@ -31,4 +31,10 @@ export interface SchemaDialect {
   beginApply(lockTimeoutMs: number): string[];
   /** Statements that open a read-only, consistent snapshot. */
   beginReadOnly(): string[];
+  /**
+   * Finishes a desired model against the server it is compared with (MySQL: the connected database's name
+   * and its default engine and collation fill what the desired SQL left to the server). Live and desired
+   * then share one normal form. Absent: the desired model is already complete.
+   */
+  resolveDesired?(session: Session, desired: SchemaModel): Promise<SchemaModel>;
 }

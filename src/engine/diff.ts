@@ -252,6 +252,7 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
             kind: 'SetComment',
             target: { objectType: 'COLUMN', schema: t.schema, name: t.name, column: c.name },
             comment: c.comment,
+            column: c,
           });
       for (const i of indexes)
         if (i.comment !== undefined && i.name !== undefined)
@@ -493,6 +494,8 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
       retyped = true;
     }
   }
+  if (JSON.stringify(sortedOptions(live.options)) !== JSON.stringify(sortedOptions(t.options)))
+    push({ kind: 'AlterTableOptions', table: tr, from: live.options ?? {}, options: t.options ?? {} });
   for (const c of sortConstraints(addCons)) push({ kind: 'AddConstraint', table: tr, constraint: c });
   for (const i of sortIndexes(addIdx)) push({ kind: 'CreateIndex', table: tr, index: i });
   for (const i of addIdx)
@@ -511,13 +514,23 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   return retyped;
 }
 
+function sortedOptions(o: Readonly<Record<string, string>> | undefined): [string, string][] {
+  return Object.entries(o ?? {}).sort((a, b) => cmp(a[0], b[0]));
+}
+
 function pushColumnComment(tr: TableRef, c: Column, push: (c: Change) => void): void {
   if (c.comment === undefined) return;
   push({
     kind: 'SetComment',
     target: { objectType: 'COLUMN', schema: tr.schema, name: tr.name, column: c.name },
     comment: c.comment,
+    column: c,
   });
+}
+
+/** Column attributes only some dialects have (ON UPDATE, INVISIBLE): a change restates the column. */
+function extrasKey(c: Column): string {
+  return JSON.stringify([c.onUpdate?.key ?? null, c.invisible ?? false]);
 }
 
 function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => void): boolean {
@@ -548,6 +561,8 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
     push({ kind: 'AlterColumnType', table: tr, from: l, column: c });
     if (c.default !== undefined) push({ kind: 'SetDefault', table: tr, column: c });
     retyped = true;
+  } else if (extrasKey(l) !== extrasKey(c)) {
+    push({ kind: 'AlterColumnType', table: tr, from: l, column: c });
   } else if (defaultChanged) {
     push(
       c.default === undefined
@@ -567,6 +582,7 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
       kind: 'SetComment',
       target: { objectType: 'COLUMN', schema: tr.schema, name: tr.name, column: c.name },
       ...(c.comment !== undefined ? { comment: c.comment } : {}),
+      column: c,
     });
   return retyped;
 }
@@ -629,6 +645,7 @@ function phase(c: Change): number {
       return 8;
     case 'CreateTable':
       return 9;
+    case 'AlterTableOptions':
     case 'AddColumn':
     case 'DropColumn':
     case 'AlterColumnType':

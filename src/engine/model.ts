@@ -32,6 +32,12 @@ export interface Column {
   readonly serial?: boolean;
   readonly collation?: string;
   readonly comment?: string;
+  /** MySQL: `ON UPDATE` expression (e.g. CURRENT_TIMESTAMP); compared with the type. */
+  readonly onUpdate?: Expr;
+  /** MySQL 8: an INVISIBLE column; MariaDB's spelling is the same. */
+  readonly invisible?: boolean;
+  /** MySQL: a generated column's storage; absent means STORED (the only kind PostgreSQL has). */
+  readonly generatedStorage?: 'virtual' | 'stored';
 }
 
 export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
@@ -82,6 +88,8 @@ export interface IndexKey {
   /** Only when it differs from the default for the direction. */
   readonly nulls?: 'first' | 'last';
   readonly collation?: string;
+  /** MySQL: a prefix length in characters (or bytes for binary columns). */
+  readonly length?: number;
 }
 
 export interface Index {
@@ -94,7 +102,15 @@ export interface Index {
   readonly where?: Expr;
   readonly nullsNotDistinct: boolean;
   readonly comment?: string;
+  /** MySQL 8 / MariaDB 10.6+: the optimiser ignores the index (IGNORED in MariaDB, INVISIBLE in MySQL). */
+  readonly invisible?: boolean;
 }
+
+/**
+ * Storage options a dialect keeps per table (MySQL: engine, collation, row format), compared as a whole;
+ * the dialect renders a change of them. PostgreSQL has none.
+ */
+export type TableOptions = Readonly<Record<string, string>>;
 
 export interface Table {
   readonly kind: 'Table';
@@ -104,6 +120,7 @@ export interface Table {
   readonly constraints: readonly Constraint[];
   readonly indexes: readonly Index[];
   readonly comment?: string;
+  readonly options?: TableOptions;
 }
 
 export interface EnumType {
@@ -142,6 +159,8 @@ export interface View {
   readonly name: string;
   readonly definition: Expr;
   readonly comment?: string;
+  /** MySQL: algorithm, security, check option; the dialect folds them into the definition's key. */
+  readonly options?: TableOptions;
 }
 
 export interface Extension {
@@ -250,6 +269,15 @@ export function indexKey(i: Index): string {
     k.collation ?? null,
     k.descending,
     k.nulls ?? null,
+    k.length ?? null,
   ]);
-  return JSON.stringify([i.unique, i.method, keys, i.include, i.where?.key ?? null, i.nullsNotDistinct]);
+  return JSON.stringify([
+    i.unique,
+    i.method,
+    keys,
+    i.include,
+    i.where?.key ?? null,
+    i.nullsNotDistinct,
+    i.invisible ?? false,
+  ]);
 }

@@ -12,6 +12,11 @@ export interface PlanStatement {
   readonly sql: string;
   readonly severity: Severity;
   readonly reason: string;
+  /**
+   * false when the statement commits on its own (MySQL DDL): a failure after it leaves it applied. Absent
+   * when the plan runs in one transaction, so PostgreSQL plans keep their bytes.
+   */
+  readonly transactional?: false;
 }
 
 export interface ManagedRows {
@@ -74,11 +79,20 @@ export function readPlan(bytes: Uint8Array): { plan: PlanDocument; digest: strin
       st === null ||
       typeof st['sql'] !== 'string' ||
       typeof st['reason'] !== 'string' ||
-      !SEVERITY_ORDER.includes(st['severity'] as Severity)
+      !SEVERITY_ORDER.includes(st['severity'] as Severity) ||
+      (st['transactional'] !== undefined && st['transactional'] !== false)
     ) {
-      throw bad(`statements[${i}]`, '{sql, severity (safe|info|warning|error|destructive), reason}');
+      throw bad(
+        `statements[${i}]`,
+        '{sql, severity (safe|info|warning|error|destructive), reason, transactional (false or absent)}',
+      );
     }
-    return { sql: st['sql'], severity: st['severity'] as Severity, reason: st['reason'] };
+    return {
+      sql: st['sql'],
+      severity: st['severity'] as Severity,
+      reason: st['reason'],
+      ...(st['transactional'] === false ? { transactional: false as const } : {}),
+    };
   });
   if (!Array.isArray(o['managed_rows'])) throw bad('managed_rows', 'an array');
   const managed = (o['managed_rows'] as unknown[]).map((m, i) => {

@@ -11,11 +11,12 @@ import { classifyAll, driftCategory } from './classify.ts';
 import { canonicalJson, digestOf } from './canonical-json.ts';
 import type { SchemaDialect, Session } from './dialect.ts';
 import { diffModels } from './diff.ts';
-import type { RowSet, SchemaModel } from './model.ts';
+import { emptyModel, type RowSet, type SchemaModel } from './model.ts';
 import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
 import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from './plan-file.ts';
 import { excludeObjects, protectedMatcher } from './scope.ts';
 import type { DatabaseError } from './session.ts';
+import { mysqlDialect } from './mysql/mysql-dialect.ts';
 import { postgresDialect } from './pg/pg-dialect.ts';
 import type { DialectName } from '../protocol/dialects.ts';
 
@@ -26,6 +27,7 @@ export class DesiredSourceError extends Error {
 /** The dialects this engine ships; src/protocol/dialects.ts lists the same names for the manager. */
 export const SCHEMA_DIALECTS: Readonly<Partial<Record<DialectName, SchemaDialect>>> = {
   postgres: postgresDialect,
+  mysql: mysqlDialect,
 };
 
 export function dialectFor(name: DialectName): SchemaDialect {
@@ -68,7 +70,10 @@ class DesiredStateMissing extends DesiredSourceError {
 
 export interface DesiredSource {
   readonly files: readonly { path: string; sql: string }[];
-  /** A scratch database where the SQL is applied (in a rolled-back transaction) and inspected. */
+  /**
+   * A scratch database where the SQL is applied and inspected: in a rolled-back transaction where DDL is
+   * transactional, else into an empty database that is emptied again afterwards.
+   */
   readonly devUrl?: string;
 }
 
@@ -102,8 +107,20 @@ async function loadDesired(dialect: SchemaDialect, source: DesiredSource): Promi
   const parsed = await dialect.loadDesired(source.files);
   if (source.devUrl === undefined) return parsed;
   const dev = await dialect.connect(source.devUrl);
+  const transactional = dialect.supportsTransactionalDdl;
+  let loaded = false;
   try {
-    await run(dev, ['BEGIN']);
+    if (transactional) await run(dev, ['BEGIN']);
+    else {
+      // DDL commits as it runs: the scratch database must start empty, and is emptied again below.
+      const before = await dialect.inspect(dev);
+      const held = [...before.tables, ...before.views].map((x) => x.name);
+      if (held.length > 0)
+        throw new DesiredSourceError(
+          `the dev database is not empty (it holds ${held.slice(0, 5).join(', ')}${held.length > 5 ? ', …' : ''}); --dev-url must name an empty scratch database, which Ptah empties again after use`,
+        );
+    }
+    loaded = true;
     for (const f of source.files) {
       try {
         await dev.query(f.sql);
@@ -117,9 +134,19 @@ async function loadDesired(dialect: SchemaDialect, source: DesiredSource): Promi
     const inspected = await dialect.inspect(dev);
     return { ...inspected, rows: parsed.rows };
   } finally {
-    await dev.query('ROLLBACK').catch(() => undefined);
+    if (transactional) await dev.query('ROLLBACK').catch(() => undefined);
+    else if (loaded) await emptyScratch(dialect, dev);
     await dev.close();
   }
+}
+
+/** Drops what a load left in a scratch database, in the order the diff gives for dropping it all. */
+async function emptyScratch(dialect: SchemaDialect, dev: Session): Promise<void> {
+  const left = await dialect.inspect(dev).catch(() => undefined);
+  if (left === undefined) return;
+  const drops = diffModels({ from: left, to: emptyModel(), liveRows: [] });
+  for (const change of drops)
+    for (const sql of dialect.render(change)) await dev.query(sql).catch(() => undefined);
 }
 
 function managedRowsOf(desired: SchemaModel): ManagedRows[] {
@@ -181,7 +208,8 @@ async function computeChanges(
   scope: ScopeOptions,
 ): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
   const exclude = scope.exclude ?? [];
-  const desired = excludeObjects(desiredAll, exclude);
+  const resolved = dialect.resolveDesired ? await dialect.resolveDesired(session, desiredAll) : desiredAll;
+  const desired = excludeObjects(resolved, exclude);
   const managed = managedRowsOf(desired);
   const live = await observe(dialect, session, managed);
   const liveScoped = excludeObjects(live.model, exclude);
@@ -233,10 +261,15 @@ export async function plan(
         };
       }
     }
+    // Where DDL commits on its own, every statement says so: a failure part-way leaves the earlier ones done.
+    const own = dialect.supportsTransactionalDdl ? {} : { transactional: false as const };
     const statements: PlanStatement[] = changes.flatMap((c) =>
-      dialect
-        .render(c)
-        .map((sql) => ({ sql, severity: c.classification.severity, reason: c.classification.reason })),
+      dialect.render(c).map((sql) => ({
+        sql,
+        severity: c.classification.severity,
+        reason: c.classification.reason,
+        ...own,
+      })),
     );
     const doc: PlanDocument = {
       format_version: PLAN_FORMAT_VERSION,
@@ -267,11 +300,20 @@ export interface ApplyFailure {
   /** 1-based position of the failing statement in the plan. */
   readonly position: number;
   readonly sqlstate?: string;
+  /** The server's error number (MySQL). */
+  readonly errno?: number;
   readonly message: string;
+  /** Statements that ran and stay applied (they committed on their own); 0 when nothing changed. */
+  readonly applied: number;
 }
 
+/**
+ * `failed`: nothing changed (the transaction rolled back, or the first statement failed). `partial`: DDL
+ * that commits on its own ran before the failing statement; those statements stay applied. `uncertain`:
+ * the commit itself failed, so whether anything changed is unknown.
+ */
 export interface ApplyResult {
-  readonly outcome: 'applied' | 'validated' | 'stale' | 'failed' | 'uncertain';
+  readonly outcome: 'applied' | 'validated' | 'stale' | 'failed' | 'partial' | 'uncertain';
   readonly digest: string;
   readonly dialect: string;
   readonly statements: readonly PlanStatement[];
@@ -326,14 +368,18 @@ export async function applyPlan(
         await session.query(doc.statements[i]?.sql ?? '');
       } catch (error) {
         const e = error as DatabaseError;
-        await session.query('ROLLBACK').catch(() => undefined);
+        // Where each statement committed on its own, the ones before this one stay: never a rollback claim.
+        const applied = dialect.supportsTransactionalDdl ? 0 : i;
+        if (dialect.supportsTransactionalDdl) await session.query('ROLLBACK').catch(() => undefined);
         return {
           ...base,
-          outcome: 'failed',
+          outcome: applied === 0 ? 'failed' : 'partial',
           failure: {
             position: i + 1,
             ...(e.sqlstate !== undefined ? { sqlstate: e.sqlstate } : {}),
+            ...(e.errno !== undefined ? { errno: e.errno } : {}),
             message: e.message,
+            applied,
           },
           roundTrips: session.roundTrips,
         };
@@ -352,7 +398,9 @@ export async function applyPlan(
         failure: {
           position: doc.statements.length,
           ...(e.sqlstate !== undefined ? { sqlstate: e.sqlstate } : {}),
+          ...(e.errno !== undefined ? { errno: e.errno } : {}),
           message: e.message,
+          applied: dialect.supportsTransactionalDdl ? 0 : doc.statements.length,
         },
         roundTrips: session.roundTrips,
       };

@@ -11,12 +11,13 @@ export interface Session {
   close(): Promise<void>;
 }
 
-/** A database error with its SQLSTATE; the message is already free of credentials. */
+/** A database error with its SQLSTATE (and MySQL's error number); the message is free of credentials. */
 export class DatabaseError extends Error {
   override readonly name = 'DatabaseError';
   constructor(
     message: string,
     readonly sqlstate: string | undefined,
+    readonly errno?: number,
   ) {
     super(message);
   }

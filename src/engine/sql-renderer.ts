@@ -5,7 +5,7 @@
  * does not compile until every dialect renders it.
  */
 import type { Change, ChangeKind } from './changes.ts';
-import type { Column, Constraint, FkAction, RowValues, TypeRef } from './model.ts';
+import type { Column, Constraint, FkAction, RowValues, Table, TypeRef } from './model.ts';
 
 export type RendererTable = { [K in ChangeKind]: (c: Extract<Change, { kind: K }>) => string[] };
 
@@ -15,12 +15,17 @@ export interface RenderHooks {
   renderType(type: TypeRef): string;
   /** A column as written in CREATE TABLE and ADD COLUMN. */
   columnDefinition(column: Column): string;
+  /** A table's name as statements spell it; by default schema-qualified. */
+  qualify?(schema: string, name: string): string;
+  /** Text after CREATE TABLE's closing parenthesis (MySQL: ENGINE, collation, COMMENT). */
+  tableSuffix?(table: Table): string;
 }
 
 /** Kinds rendered the same way in every dialect (until a dialect overrides one). */
 export type SharedKinds =
   | 'CreateTable'
   | 'DropTable'
+  | 'AlterTableOptions'
   | 'AddColumn'
   | 'DropColumn'
   | 'SetDefault'
@@ -35,7 +40,8 @@ export type SharedKinds =
   | 'Unsupported';
 
 export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds> {
-  const q = (schema: string, name: string) => `${h.quoteIdent(schema)}.${h.quoteIdent(name)}`;
+  const q = (schema: string, name: string) =>
+    h.qualify ? h.qualify(schema, name) : `${h.quoteIdent(schema)}.${h.quoteIdent(name)}`;
   const cols = (list: readonly string[]) => list.map((c) => h.quoteIdent(c)).join(', ');
   const action = (a: FkAction) => a.toUpperCase();
   const value = (v: string | null | undefined) =>
@@ -67,9 +73,17 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
         ...c.table.columns.map((x) => h.columnDefinition(x)),
         ...c.table.constraints.map(constraint),
       ];
-      return [`CREATE TABLE ${q(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)`];
+      return [
+        `CREATE TABLE ${q(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)${h.tableSuffix?.(c.table) ?? ''}`,
+      ];
     },
     DropTable: (c) => [`DROP TABLE ${q(c.table.schema, c.table.name)}`],
+    AlterTableOptions: (c) => {
+      const set = Object.keys(c.options)
+        .sort()
+        .map((k) => `${k.toUpperCase()} = ${h.quoteLiteral(c.options[k] ?? '')}`);
+      return set.length === 0 ? [] : [`ALTER TABLE ${q(c.table.schema, c.table.name)} ${set.join(' ')}`];
+    },
     AddColumn: (c) => [
       `ALTER TABLE ${q(c.table.schema, c.table.name)} ADD COLUMN ${h.columnDefinition(c.column)}`,
     ],

@@ -5,7 +5,7 @@
  */
 export type DialectName = 'postgres' | 'mysql';
 
-export const SCHEMA_ENGINE_DIALECTS: readonly DialectName[] = ['postgres'];
+export const SCHEMA_ENGINE_DIALECTS: readonly DialectName[] = ['postgres', 'mysql'];
 
 export function schemaEngineShips(dialect: DialectName): boolean {
   return SCHEMA_ENGINE_DIALECTS.includes(dialect);

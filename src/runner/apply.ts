@@ -17,8 +17,10 @@ import { applyCommand } from './ptah-commands.ts';
 import { targetReport } from './target-identity.ts';
 
 /**
- * ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed (the transaction rolled back) and 4 refused
- * (a stale plan, checked before any statement) leave the database as it was.
+ * ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed (the transaction rolled back, or the first
+ * statement of a MySQL plan failed) and 4 refused (a stale plan, checked before any statement) leave the
+ * database as it was. A MySQL apply that fails after its first statement exits 5 (partial: the statements
+ * before it committed on their own), which lands below as uncertain.
  */
 const CLEAN_FAILURES = new Set([1, 4]);
 

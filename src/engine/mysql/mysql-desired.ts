@@ -1,0 +1,548 @@
+/**
+ * Loads desired MySQL SQL (hand-written files or `mysqldump --no-data` output) with a real MySQL grammar
+ * (node-sql-parser, MariaDB flavour) into the raw shapes of mysql-normalize.ts. The model is finished
+ * against the server (`resolveDesired`): the database name and the server's default engine and collations
+ * are facts of the server, not of the file. What the grammar cannot read is refused by file and line with
+ * the fix: simplify the statement, or load the file through a scratch database with --dev-url.
+ */
+import nodeSqlParser from 'node-sql-parser';
+import { splitStatements, StatementSplitError } from '../migrations/statement-splitter.ts';
+import {
+  emptyModel,
+  type RowSet,
+  type RowValues,
+  type SchemaModel,
+  type Table,
+  type View,
+} from '../model.ts';
+import { DesiredStateError } from '../pg/pg-desired.ts';
+import {
+  exprText,
+  normaliseTable,
+  normaliseView,
+  quoteIdent,
+  type RawCheck,
+  type RawColumn,
+  type RawForeignKey,
+  type RawIndex,
+  type RawTable,
+  type RawView,
+  type ServerFacts,
+} from './mysql-normalize.ts';
+
+const parser = new nodeSqlParser.Parser();
+const OPTIONS = { database: 'MariaDB' } as const;
+
+/** The desired state before the server's facts are known: raw tables and views, and declared rows. */
+export interface PendingModel {
+  readonly tables: RawTable[];
+  readonly views: RawView[];
+  readonly rows: RowSet[];
+}
+
+type Node = Record<string, unknown>;
+const isNode = (x: unknown): x is Node => typeof x === 'object' && x !== null && !Array.isArray(x);
+const list = (x: unknown): Node[] => (Array.isArray(x) ? x.filter(isNode) : []);
+
+/** `/*!40101 SET … *\/` runs on MySQL: its text is SQL. Other comments go; lines stay where they were. */
+function unwrapVersionComments(sql: string): string {
+  return sql.replace(/\/\*!(?:\d{5,6})?([\s\S]*?)\*\//g, (_m, body: string) => ` ${body} `);
+}
+
+const IGNORED = /^(set|lock\s+tables|unlock\s+tables|use|start\s+transaction|commit|begin|delimiter)\b/i;
+
+export function parseDesired(files: readonly { path: string; sql: string }[]): PendingModel {
+  const tables = new Map<string, RawTable>();
+  const views = new Map<string, RawView>();
+  const rows = new Map<string, { columns?: string[]; values: (string | null)[][] }>();
+  for (const f of files) {
+    let statements;
+    try {
+      statements = splitStatements(unwrapVersionComments(f.sql), 'mysql');
+    } catch (error) {
+      if (error instanceof StatementSplitError) throw new DesiredStateError(`${f.path}: ${error.message}`);
+      throw error;
+    }
+    for (const st of statements) {
+      const where = `${f.path}:${st.line}`;
+      const text = st.sql.trim();
+      if (text === '' || IGNORED.test(text)) continue;
+      const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
+      if (drop) {
+        for (const n of (drop[2] ?? '').split(',').map(unquoteName)) {
+          tables.delete(n);
+          views.delete(n);
+          rows.delete(n);
+        }
+        continue;
+      }
+      if (
+        /^create\s+(?:or\s+replace\s+)?(?:algorithm\s*=\s*\w+\s+)?(?:definer\s*=\s*\S+\s+)?(?:sql\s+security\s+\w+\s+)?view\b/i.test(
+          text,
+        )
+      ) {
+        const v = parseView(text, where);
+        views.set(v.name, v);
+        tables.delete(v.name);
+        continue;
+      }
+      if (/^create\s+(trigger|procedure|function|event)\b|^create\s+definer\b/i.test(text)) {
+        throw new DesiredStateError(
+          `${where}: triggers, routines and events are not managed by the schema engine; keep them in a migration`,
+        );
+      }
+      let ast: Node;
+      try {
+        const parsed = parser.astify(text, OPTIONS) as unknown;
+        ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
+      } catch (error) {
+        throw new DesiredStateError(
+          `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
+        );
+      }
+      if (ast['type'] === 'create' && ast['keyword'] === 'table') {
+        const t = tableFrom(ast, where);
+        tables.set(t.name, t);
+        views.delete(t.name);
+      } else if (ast['type'] === 'create' && ast['keyword'] === 'index') {
+        const name = tableName(ast['table']);
+        const t = tables.get(name);
+        if (!t)
+          throw new DesiredStateError(
+            `${where}: CREATE INDEX on ${name}, which no earlier statement creates`,
+          );
+        tables.set(name, { ...t, indexes: [...t.indexes, standaloneIndex(ast)] });
+      } else if (ast['type'] === 'insert' || ast['type'] === 'replace') {
+        const name = tableName(ast['table']);
+        const set = rows.get(name) ?? { values: [] };
+        const columns = Array.isArray(ast['columns']) ? (ast['columns'] as unknown[]).map(String) : undefined;
+        if (set.columns !== undefined && JSON.stringify(set.columns) !== JSON.stringify(columns))
+          throw new DesiredStateError(
+            `${where}: INSERT INTO ${name} names other columns than an earlier INSERT`,
+          );
+        const values = list((ast['values'] as Node | undefined)?.['values']).map((tuple) =>
+          list(tuple['value']).map((v) => literal(v, where)),
+        );
+        rows.set(name, { ...(columns !== undefined ? { columns } : {}), values: [...set.values, ...values] });
+      } else {
+        throw new DesiredStateError(
+          `${where}: a ${String(ast['type'])} statement is not part of a desired state; declare tables, views, indexes and rows`,
+        );
+      }
+    }
+  }
+  const rowSets: RowSet[] = [];
+  for (const [name, r] of [...rows].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    const t = tables.get(name);
+    if (!t) throw new DesiredStateError(`rows are declared for ${name}, which no statement creates`);
+    const columns = r.columns ?? t.columns.map((c) => c.name);
+    const pk = t.indexes.find((i) => i.primary)?.parts.map((p) => p.column ?? '');
+    if (!pk || pk.length === 0)
+      throw new DesiredStateError(`rows are declared for ${name}, which has no primary key; declare one`);
+    rowSets.push({
+      kind: 'RowSet',
+      schema: '',
+      table: name,
+      key: pk,
+      columns,
+      rows: r.values.map((vals) => {
+        const o: Record<string, string | null> = {};
+        columns.forEach((c, i) => (o[c] = vals[i] ?? null));
+        return o as RowValues;
+      }),
+    });
+  }
+  return { tables: [...tables.values()], views: [...views.values()], rows: rowSets };
+}
+
+function firstLine(s: string): string {
+  const l = s.split('\n')[0] ?? s;
+  return l.length > 160 ? l.slice(0, 160) + '…' : l;
+}
+
+function unquoteName(n: string): string {
+  const t = n.trim();
+  const last = t.match(/(`(?:[^`]|``)*`|[^.`\s]+)\s*$/)?.[1] ?? t;
+  return last.startsWith('`') ? last.slice(1, -1).replace(/``/g, '`') : last;
+}
+
+function tableName(x: unknown): string {
+  const t = Array.isArray(x) ? x[0] : x;
+  return isNode(t) ? String(t['table'] ?? '') : '';
+}
+
+function stringValue(v: unknown): string | undefined {
+  if (!isNode(v)) return typeof v === 'string' ? v : undefined;
+  const inner = v['value'];
+  if (isNode(inner)) return stringValue(inner);
+  return typeof inner === 'string' || typeof inner === 'number' ? String(inner) : undefined;
+}
+
+/** A literal as the row's text value; strings arrive with SQL escaping still in them. */
+function literal(v: Node, where: string): string | null {
+  const type = String(v['type']);
+  if (type === 'null') return null;
+  if (type === 'number') return String(v['value']);
+  if (type === 'bool') return v['value'] ? '1' : '0';
+  if (type === 'single_quote_string' || type === 'double_quote_string' || type === 'string')
+    return unescape(String(v['value']));
+  if (type === 'unary_expr' && v['operator'] === '-' && isNode(v['expr']))
+    return `-${literal(v['expr'], where)}`;
+  throw new DesiredStateError(
+    `${where}: a declared row holds an expression (${exprText(v)}); write literal values`,
+  );
+}
+
+function unescape(s: string): string {
+  return s
+    .replace(/''/g, "'")
+    .replace(/\\(.)/g, (_m, c: string) => (c === 'n' ? '\n' : c === 't' ? '\t' : c === '0' ? '\0' : c));
+}
+
+function typeText(def: Node): string {
+  const dt = String(def['dataType'] ?? '').toLowerCase();
+  let args = '';
+  if (dt === 'enum' || dt === 'set') {
+    const values = list((def['expr'] as Node | undefined)?.['value']).map(
+      (v) => `'${unescape(String(v['value'])).replace(/'/g, "''")}'`,
+    );
+    args = `(${values.join(',')})`;
+  } else if (def['length'] !== undefined && def['length'] !== null) {
+    args = `(${String(def['length'])}${def['scale'] !== undefined && def['scale'] !== null ? `,${String(def['scale'])}` : ''})`;
+  }
+  const suffix = Array.isArray(def['suffix'])
+    ? (def['suffix'] as unknown[]).map((x) => String(x).toLowerCase())
+    : [];
+  return `${dt}${args}${suffix.length > 0 ? ' ' + suffix.join(' ') : ''}`;
+}
+
+function columnFrom(d: Node): {
+  column: RawColumn;
+  extras: Partial<RawTable> & { pk?: boolean; unique?: boolean };
+} {
+  const name = String((d['column'] as Node)['column']);
+  const def = d['definition'] as Node;
+  const dv = isNode(d['default_val']) ? (d['default_val'] as Node)['value'] : undefined;
+  let onUpdate: string | undefined;
+  let dflt: string | undefined;
+  if (isNode(dv)) {
+    const over = dv['over'];
+    if (isNode(over) && over['type'] === 'on update') {
+      const precision = list((over['expr'] as Node | undefined)?.['value'])[0]?.['value'];
+      onUpdate =
+        String(over['keyword'] ?? 'CURRENT_TIMESTAMP') +
+        (precision !== undefined ? `(${String(precision)})` : over['parentheses'] ? '()' : '');
+      dflt = exprText({ ...dv, over: null });
+    } else dflt = defaultText(dv);
+  }
+  const gen = isNode(d['generated']) ? (d['generated'] as Node) : undefined;
+  const charset = stringValue((d['character_set'] as Node | undefined)?.['value']);
+  const collate = (d['collate'] as Node | undefined)?.['collate'];
+  const comment = stringValue((d['comment'] as Node | undefined)?.['value']);
+  const nullable = (d['nullable'] as Node | undefined)?.['type'];
+  return {
+    column: {
+      name,
+      columnType: typeText(def),
+      nullable: nullable !== 'not null' && d['primary_key'] === undefined,
+      ...(dflt !== undefined ? { default: dflt } : {}),
+      ...(onUpdate !== undefined ? { onUpdate } : {}),
+      autoIncrement: d['auto_increment'] !== undefined && d['auto_increment'] !== null,
+      ...(charset !== undefined ? { charset } : {}),
+      ...(isNode(collate) ? { collation: String(collate['name']) } : {}),
+      ...(gen !== undefined
+        ? {
+            generated: {
+              expression: exprText(gen['expr']),
+              storage:
+                String(gen['storage_type'] ?? 'virtual').toLowerCase() === 'virtual' ? 'virtual' : 'stored',
+            },
+          }
+        : {}),
+      invisible: false,
+      ...(comment !== undefined ? { comment: unescape(comment) } : {}),
+    },
+    extras: {
+      ...(d['primary_key'] ? { pk: true } : {}),
+      ...(d['unique'] ? { unique: true } : {}),
+    },
+  };
+}
+
+/** A default's SQL text; string literals keep their quotes so the normaliser reads them as literals. */
+function defaultText(v: Node): string {
+  const type = String(v['type']);
+  if (type === 'single_quote_string' || type === 'double_quote_string')
+    return `'${unescape(String(v['value'])).replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+  if (type === 'number') return String(v['value']);
+  if (type === 'null') return 'NULL';
+  if (type === 'bool') return v['value'] ? 'TRUE' : 'FALSE';
+  return exprText(v);
+}
+
+function indexParts(defs: unknown): RawIndex['parts'] {
+  return list(defs).map((p) => {
+    const order = String(p['order_by'] ?? '').toLowerCase() === 'desc';
+    if (p['type'] === 'column_ref') {
+      const suffix = typeof p['suffix'] === 'string' ? /\((\d+)\)/.exec(p['suffix'])?.[1] : undefined;
+      return {
+        column: String(p['column']),
+        ...(suffix !== undefined ? { length: Number(suffix) } : {}),
+        descending: order,
+      };
+    }
+    // `col(10)` reads as a call of a function named col: a prefix length.
+    const fname = (p['name'] as { name?: { value?: unknown }[] } | undefined)?.name;
+    const args = list((p['args'] as Node | undefined)?.['value']);
+    if (
+      p['type'] === 'function' &&
+      fname?.length === 1 &&
+      args.length === 1 &&
+      args[0]?.['type'] === 'number'
+    )
+      return { column: String(fname[0]?.value ?? ''), length: Number(args[0]?.['value']), descending: order };
+    return { expression: exprText(p['expr'] ?? p), descending: order };
+  });
+}
+
+function indexOptions(o: unknown): { comment?: string; invisible: boolean; method?: string } {
+  let comment: string | undefined;
+  let invisible = false;
+  let method: string | undefined;
+  for (const x of list(o)) {
+    if (x['type'] === 'comment') comment = stringValue(x['value']);
+    if (String(x['type']).toLowerCase() === 'invisible' || x['value'] === 'invisible') invisible = true;
+    if (x['keyword'] === 'using') method = String(x['type']).toLowerCase();
+  }
+  return {
+    ...(comment !== undefined ? { comment: unescape(comment) } : {}),
+    invisible,
+    ...(method ? { method } : {}),
+  };
+}
+
+function standaloneIndex(ast: Node): RawIndex {
+  const kind = String(ast['index_type'] ?? '').toLowerCase();
+  const opts = indexOptions(ast['index_options']);
+  return {
+    name: String(ast['index']),
+    primary: false,
+    unique: kind === 'unique',
+    method: kind === 'fulltext' || kind === 'spatial' ? kind : (opts.method ?? 'btree'),
+    parts: indexParts(ast['index_columns']),
+    ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
+    invisible: opts.invisible,
+  };
+}
+
+function fkAction(actions: unknown, which: string): string {
+  const a = list(actions).find((x) => x['type'] === which);
+  return a ? String((a['value'] as Node | undefined)?.['value'] ?? 'restrict') : 'restrict';
+}
+
+function tableFrom(ast: Node, where: string): RawTable {
+  const name = tableName(ast['table']);
+  if (ast['query_expr'] || ast['like'])
+    throw new DesiredStateError(`${where}: CREATE TABLE ${name} … AS/LIKE: declare its columns`);
+  const columns: RawColumn[] = [];
+  const indexes: RawIndex[] = [];
+  const foreignKeys: RawForeignKey[] = [];
+  const checks: RawCheck[] = [];
+  for (const d of list(ast['create_definitions'])) {
+    if (d['resource'] === 'column') {
+      const { column, extras } = columnFrom(d);
+      columns.push(column);
+      if (extras.pk)
+        indexes.push({
+          name: 'PRIMARY',
+          primary: true,
+          unique: true,
+          method: 'btree',
+          parts: [{ column: column.name, descending: false }],
+          invisible: false,
+        });
+      if (extras.unique)
+        indexes.push({
+          primary: false,
+          unique: true,
+          method: 'btree',
+          parts: [{ column: column.name, descending: false }],
+          invisible: false,
+        });
+      const ref = d['reference_definition'];
+      if (isNode(ref)) {
+        foreignKeys.push({
+          columns: [column.name],
+          refTable: tableName(ref['table']),
+          refColumns: list(ref['definition']).map((x) => String(x['column'])),
+          onUpdate: fkAction(ref['on_action'], 'on update'),
+          onDelete: fkAction(ref['on_action'], 'on delete'),
+        });
+      }
+      continue;
+    }
+    const ctype = String(d['constraint_type'] ?? '').toLowerCase();
+    const named = typeof d['constraint'] === 'string' ? (d['constraint'] as string) : undefined;
+    if (ctype === 'primary key') {
+      indexes.push({
+        name: 'PRIMARY',
+        primary: true,
+        unique: true,
+        method: 'btree',
+        parts: indexParts(d['definition']),
+        invisible: false,
+      });
+    } else if (ctype.startsWith('unique')) {
+      const opts = indexOptions(d['index_options']);
+      const iname = typeof d['index'] === 'string' ? (d['index'] as string) : named;
+      indexes.push({
+        ...(iname !== undefined ? { name: iname } : {}),
+        primary: false,
+        unique: true,
+        method: 'btree',
+        parts: indexParts(d['definition']),
+        ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
+        invisible: opts.invisible,
+      });
+    } else if (ctype === 'foreign key') {
+      const ref = d['reference_definition'] as Node;
+      const iname = typeof d['index'] === 'string' ? (d['index'] as string) : undefined;
+      foreignKeys.push({
+        ...((named ?? iname) !== undefined ? { name: (named ?? iname) as string } : {}),
+        columns: list(d['definition']).map((x) => String(x['column'])),
+        refTable: tableName(ref['table']),
+        refColumns: list(ref['definition']).map((x) => String(x['column'])),
+        onUpdate: fkAction(ref['on_action'], 'on update'),
+        onDelete: fkAction(ref['on_action'], 'on delete'),
+      });
+    } else if (ctype === 'check') {
+      const e = Array.isArray(d['definition']) ? (d['definition'] as unknown[])[0] : d['definition'];
+      checks.push({ ...(named !== undefined ? { name: named } : {}), expression: exprText(e) });
+    } else if (d['resource'] === 'index') {
+      const kw = String(d['keyword'] ?? '').toLowerCase();
+      const opts = indexOptions(d['index_options']);
+      const method = kw.startsWith('fulltext')
+        ? 'fulltext'
+        : kw.startsWith('spatial')
+          ? 'spatial'
+          : (opts.method ?? 'btree');
+      const iname = typeof d['index'] === 'string' ? (d['index'] as string) : undefined;
+      indexes.push({
+        ...(iname !== undefined ? { name: iname } : {}),
+        primary: false,
+        unique: false,
+        method,
+        parts: indexParts(d['definition']),
+        ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
+        invisible: opts.invisible,
+      });
+    } else {
+      throw new DesiredStateError(
+        `${where}: CREATE TABLE ${name}: a ${ctype || String(d['resource'])} definition is not supported`,
+      );
+    }
+  }
+  const opt: Record<string, string> = {};
+  for (const o of list(ast['table_options'])) {
+    const k = String(o['keyword'])
+      .toLowerCase()
+      .replace(/^default\s+/, '');
+    const v = stringValue(o['value']) ?? String(o['value']);
+    opt[k] = k === 'comment' ? unescape(v.replace(/^'(.*)'$/s, '$1')) : v;
+  }
+  const charset = opt['charset'] ?? opt['character set'];
+  return {
+    name,
+    ...(opt['engine'] !== undefined ? { engine: opt['engine'] } : {}),
+    ...(charset !== undefined ? { charset } : {}),
+    ...(opt['collate'] !== undefined ? { collation: opt['collate'] } : {}),
+    ...(opt['row_format'] !== undefined ? { rowFormat: opt['row_format'] } : {}),
+    ...(opt['comment'] !== undefined ? { comment: opt['comment'] } : {}),
+    columns,
+    indexes,
+    foreignKeys,
+    checks,
+  };
+}
+
+function parseView(text: string, where: string): RawView {
+  const m =
+    /^create\s+(?:or\s+replace\s+)?(?:algorithm\s*=\s*(\w+)\s+)?(?:definer\s*=\s*(?:`[^`]*`|'[^']*'|[^\s@]+)(?:@(?:`[^`]*`|'[^']*'|\S+))?\s+)?(?:sql\s+security\s+(\w+)\s+)?view\s+((?:`(?:[^`]|``)*`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)*`|[\w$]+))?)\s*(?:\([^)]*\)\s*)?as\s+([\s\S]+)$/i.exec(
+      text,
+    );
+  if (!m)
+    throw new DesiredStateError(
+      `${where}: cannot read this CREATE VIEW; write CREATE [ALGORITHM=…] [SQL SECURITY …] VIEW name AS SELECT …`,
+    );
+  let select = (m[4] ?? '').trim();
+  let checkOption: string | undefined;
+  const check = /\s+with\s+(?:(cascaded|local)\s+)?check\s+option\s*$/i.exec(select);
+  if (check) {
+    checkOption = (check[1] ?? 'cascaded').toLowerCase();
+    select = select.slice(0, check.index).trim();
+  }
+  return {
+    name: unquoteName(m[3] ?? ''),
+    select,
+    ...(m[1] !== undefined ? { algorithm: m[1] } : {}),
+    ...(m[2] !== undefined ? { security: m[2] } : {}),
+    ...(checkOption !== undefined ? { checkOption } : {}),
+  };
+}
+
+/**
+ * The desired model as the dialect's loadDesired returns it: tables and views are normalised only once the
+ * server's facts are known, so until then they travel as raw shapes under `pending`.
+ */
+export const PENDING = Symbol('mysql pending desired state');
+
+export type DesiredModel = SchemaModel & { readonly [PENDING]?: PendingModel };
+
+export async function loadDesiredMysql(
+  files: readonly { path: string; sql: string }[],
+): Promise<DesiredModel> {
+  const pending = parseDesired(files);
+  return { ...emptyModel(), rows: pending.rows, [PENDING]: pending };
+}
+
+/** Finishes the desired model with the server's facts; a model inspected from a dev database is renamed. */
+export function resolveWith(desired: DesiredModel, f: ServerFacts): SchemaModel {
+  const pending = desired[PENDING];
+  const tables: Table[] = pending
+    ? pending.tables.map((t) => normaliseTable(t, f))
+    : desired.tables.map((t) => rename(t, f.database));
+  const views: View[] = pending
+    ? pending.views.map((v) => normaliseView(v, f))
+    : desired.views.map((v) => renameView(v, f));
+  return {
+    ...emptyModel(),
+    tables,
+    views,
+    rows: desired.rows.map((r) => ({ ...r, schema: f.database })),
+    unmanaged: desired.unmanaged,
+  };
+}
+
+/** A view inspected in a scratch database names it in its text: the qualifier goes, the key is rebuilt. */
+function renameView(v: View, f: ServerFacts): View {
+  const from = v.schema;
+  const select = v.definition.text.split(`${quoteIdent(from)}.`).join('');
+  return normaliseView(
+    {
+      name: v.name,
+      select,
+      ...(v.options?.['algorithm'] !== undefined ? { algorithm: v.options['algorithm'] } : {}),
+      ...(v.options?.['security'] !== undefined ? { security: v.options['security'] } : {}),
+      ...(v.options?.['check_option'] !== undefined ? { checkOption: v.options['check_option'] } : {}),
+    },
+    f,
+  );
+}
+
+function rename(t: Table, schema: string): Table {
+  return {
+    ...t,
+    schema,
+    constraints: t.constraints.map((c) => (c.kind === 'ForeignKey' ? { ...c, refSchema: schema } : c)),
+  };
+}
