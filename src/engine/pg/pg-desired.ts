@@ -912,10 +912,10 @@ export class DesiredStateBuilder {
     const rows: RowSet[] = [];
     for (const r of this.rows.values()) {
       const t = tableMap.get(objectKey(r.schema, r.table));
-      const pk = t?.constraints.find((c) => c.kind === 'PrimaryKey');
+      const pk = t === undefined ? undefined : rowKey(t);
       if (!t || !pk)
         throw new DesiredStateError(
-          `${r.where}: the table has no primary key; reference rows are keyed by primary key, so declare one`,
+          `${r.where}: the table has no primary key (nor a unique constraint or index on NOT NULL columns); reference rows are keyed by it, so declare one`,
         );
       for (const k of pk.columns)
         if (!r.columns.includes(k))
@@ -1147,13 +1147,22 @@ function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignor
   }
 }
 
+/** Statements that change neither schema nor data: session settings, transaction wrappers, maintenance. */
+const SESSION_STATEMENTS = new Set([
+  'VariableSetStmt',
+  'VariableShowStmt',
+  'TransactionStmt',
+  'VacuumStmt', // VACUUM and ANALYZE, as sample database scripts end
+  'CheckPointStmt',
+]);
+
 /**
- * The one rule for statements that declare nothing: a statement that only configures the session running
- * the file (SET, RESET, BEGIN/COMMIT, SELECT set_config(...) as pg_dump writes it) is skipped; any other
- * is refused (see statementLabel's caller).
+ * The one rule for statements that declare nothing: a statement that changes neither schema nor data
+ * (SET, RESET, SHOW, BEGIN/COMMIT, VACUUM, ANALYZE, CHECKPOINT, SELECT set_config(...) as pg_dump writes it,
+ * psql meta-commands) is skipped; any other is refused (see statementLabel's caller).
  */
 function isSessionStatement(s: ParsedStatement): boolean {
-  if (s.type === 'VariableSetStmt' || s.type === 'TransactionStmt') return true;
+  if (SESSION_STATEMENTS.has(s.type)) return true;
   if (s.type !== 'SelectStmt') return false;
   const n = s.node;
   const targets = (n['targetList'] as AstNode[] | undefined) ?? [];
@@ -1173,6 +1182,29 @@ function statementLabel(s: ParsedStatement): string {
     .replace(/([a-z])([A-Z])/g, '$1 $2')
     .toUpperCase();
   return words;
+}
+
+/**
+ * The columns reference rows are keyed by: the primary key, or else the first (by name) unique constraint
+ * or plain unique index whose columns are all NOT NULL, which identifies a row just as well (Rails'
+ * schema_migrations has only a unique index on version).
+ */
+function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
+  const pk = t.constraints.find((c) => c.kind === 'PrimaryKey');
+  if (pk) return pk;
+  const notNull = (cols: readonly string[]) =>
+    cols.length > 0 && cols.every((c) => t.columns.some((x) => x.name === c && (x.notNull || x.serial)));
+  const candidates: { name: string; columns: readonly string[] }[] = [];
+  for (const c of t.constraints)
+    if (c.kind === 'Unique' && !c.deferrable && notNull(c.columns))
+      candidates.push({ name: c.name ?? '', columns: c.columns });
+  for (const i of t.indexes) {
+    const columns = i.keys.map((k) => k.column);
+    if (!i.unique || i.where !== undefined || columns.some((c) => c === undefined)) continue;
+    const cols = columns as string[];
+    if (notNull(cols)) candidates.push({ name: i.name ?? '', columns: cols });
+  }
+  return candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0];
 }
 
 function literal(node: unknown, what: string): string | null {
