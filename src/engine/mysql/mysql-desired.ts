@@ -17,6 +17,7 @@ import {
 } from '../model.ts';
 import { DesiredStateError } from '../pg/pg-desired.ts';
 import {
+  BINARY_COLLATION,
   exprText,
   normaliseTable,
   normaliseView,
@@ -49,6 +50,17 @@ function unwrapVersionComments(sql: string): string {
   return sql.replace(/\/\*!(?:\d{5,6})?([\s\S]*?)\*\//g, (_m, body: string) => ` ${body} `);
 }
 
+/**
+ * `VARCHAR(n) BINARY` is MySQL's shorthand for the character set's `_bin` collation; the grammar lacks it,
+ * so it is read as a collation the normaliser resolves once the column's character set is known.
+ */
+function binaryAttribute(sql: string): string {
+  return sql.replace(
+    /\b((?:var)?char\s*\(\s*\d+\s*\)|(?:tiny|medium|long)?text)\s+binary\b/gi,
+    `$1 COLLATE ${BINARY_COLLATION}`,
+  );
+}
+
 const IGNORED = /^(set|lock\s+tables|unlock\s+tables|use|start\s+transaction|commit|begin|delimiter)\b/i;
 
 export function parseDesired(files: readonly { path: string; sql: string }[]): PendingModel {
@@ -58,14 +70,14 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
   for (const f of files) {
     let statements;
     try {
-      statements = splitStatements(unwrapVersionComments(f.sql), 'mysql');
+      statements = splitStatements(binaryAttribute(unwrapVersionComments(f.sql)), 'mysql');
     } catch (error) {
       if (error instanceof StatementSplitError) throw new DesiredStateError(`${f.path}: ${error.message}`);
       throw error;
     }
     for (const st of statements) {
       const where = `${f.path}:${st.line}`;
-      const text = st.sql.trim();
+      const text = withoutLeadingComments(st.sql);
       if (text === '' || IGNORED.test(text)) continue;
       const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
       if (drop) {
@@ -153,6 +165,16 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
     });
   }
   return { tables: [...tables.values()], views: [...views.values()], rows: rowSets };
+}
+
+/** A statement's text starts after the comments that precede it. */
+function withoutLeadingComments(sql: string): string {
+  let t = sql.trim();
+  for (;;) {
+    const m = /^(?:--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)\s*/.exec(t);
+    if (!m) return t;
+    t = t.slice(m[0].length);
+  }
 }
 
 function firstLine(s: string): string {

@@ -327,6 +327,16 @@ export function exprText(ast: unknown): string {
   }
 }
 
+/** Names after FROM and JOIN: what a view reads, when the grammar cannot say. */
+function readsByText(select: string): { relname: string }[] {
+  const names = new Set<string>();
+  for (const m of select.matchAll(/\b(?:from|join)\s*\(*\s*(`(?:[^`]|``)+`|[A-Za-z_$][\w$]*)/gi)) {
+    const raw = m[1] ?? '';
+    names.add(raw.startsWith('`') ? raw.slice(1, -1).replace(/``/g, '`') : raw);
+  }
+  return [...names].sort().map((relname) => ({ relname }));
+}
+
 /**
  * A view's SELECT, canonical: qualifiers naming the database dropped, a single table's qualifier dropped,
  * `col AS col` reduced to `col`. The key also lists every table read as `"relname":"t"`, the convention
@@ -337,9 +347,9 @@ export function viewKey(select: string, schema: string, options: Readonly<Record
   try {
     ast = parser.astify(select, PARSE_OPTIONS);
   } catch {
-    return JSON.stringify({ options, text: textKey(select) });
+    return JSON.stringify({ reads: readsByText(select), options, text: textKey(select) });
   }
-  const reads = new Set<string>();
+  const reads = new Set<string>(readsByText(select).map((r) => r.relname));
   const collect = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(collect);
     if (node === null || typeof node !== 'object') return;
@@ -432,15 +442,38 @@ function fkAction(a: string): FkAction {
   return v === 'no action' ? 'restrict' : v;
 }
 
+/** The desired-SQL loader's spelling of the BINARY attribute: the character set's `_bin` collation. */
+export const BINARY_COLLATION = 'ptah_charset_bin';
+
+/** `utf8` is `utf8mb3` on MariaDB 10.6+ and MySQL 8, in character set and collation names alike. */
+function charsetName(name: string, f: ServerFacts): string {
+  const n = name.toLowerCase();
+  return n === 'utf8' && f.charsetDefault['utf8'] === undefined ? 'utf8mb3' : n;
+}
+
+function collationName(name: string, f: ServerFacts): string {
+  const n = name.toLowerCase();
+  return n.startsWith('utf8_') && f.collationCharset[n] === undefined ? `utf8mb3_${n.slice(5)}` : n;
+}
+
 function collationOf(
   charset: string | undefined,
   collation: string | undefined,
   f: ServerFacts,
   fallback: string,
-) {
-  if (collation !== undefined) return collation.toLowerCase();
-  if (charset !== undefined)
-    return f.charsetDefault[charset.toLowerCase()] ?? `${charset.toLowerCase()}_general_ci`;
+): string {
+  if (collation !== undefined && collation.toLowerCase() === BINARY_COLLATION) {
+    const cs =
+      charset !== undefined
+        ? charsetName(charset, f)
+        : (f.collationCharset[fallback] ?? fallback.split('_')[0] ?? '');
+    return `${cs}_bin`;
+  }
+  if (collation !== undefined) return collationName(collation, f);
+  if (charset !== undefined) {
+    const cs = charsetName(charset, f);
+    return f.charsetDefault[cs] ?? `${cs}_general_ci`;
+  }
   return fallback;
 }
 
@@ -605,11 +638,14 @@ export function normaliseView(raw: RawView, f: ServerFacts): View {
   };
   const check = (raw.checkOption ?? 'none').toLowerCase();
   if (check !== 'none') options['check_option'] = check === 'local' ? 'local' : 'cascaded';
+  // The server qualifies every name with the database: the text says it without, so it applies anywhere
+  // and compares equal to a desired text that never named the database.
+  const select = raw.select.split(`${quoteIdent(f.database)}.`).join('');
   return {
     kind: 'View',
     schema: f.database,
     name: raw.name,
-    definition: { text: raw.select, key: viewKey(raw.select, f.database, options) },
+    definition: { text: select, key: viewKey(select, f.database, options) },
     options,
   };
 }
