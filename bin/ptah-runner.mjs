@@ -1,16 +1,5 @@
 #!/usr/bin/env node
-// Entry point for `ptah-runner`, the in-Pod wrapper around `ptah`: loads the TypeScript sources through
-// tsx when run from a checkout, or the compiled output when dist/ exists.
-import { existsSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { dirname, join } from 'node:path';
+// Entry point for `ptah-runner`, the in-Pod wrapper around `ptah`: the bundle in dist/ when it is current, else the sources through tsx.
+import { launch } from './launch.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const compiled = join(root, 'dist', 'src', 'runner', 'cli.js');
-if (existsSync(compiled)) {
-  await import(pathToFileURL(compiled).href);
-} else {
-  const { register } = await import('tsx/esm/api');
-  register();
-  await import(pathToFileURL(join(root, 'src', 'runner', 'cli.ts')).href);
-}
+await launch('ptah-runner', 'src/runner/cli.ts');

@@ -42,3 +42,6 @@ fi
 
 PTAH_K8S_BIN="$(bash "$here/test/env/build-binaries.sh" | tail -1)"
 export PTAH_K8S_BIN
+
+# The compiled programs (dist/, never committed): the manager and operation Pods run these bundles.
+npm run --silent build

@@ -1,7 +1,8 @@
 // `ptah`: the schema engine's command line. Thin: parse, call the engine, map the result to output and an
 // exit code. Each command family lives in its own module and registers here.
-import { runMigrationsCommand } from './migrations-command.ts';
-import { runSchemaCommand } from './schema-command.ts';
+// The command modules load the database drivers and the parser, so they are imported only when chosen:
+// `--version` and `--help` start without them.
+import { VERSION } from '../build-info.ts';
 import { EXIT } from './exit-codes.ts';
 
 const USAGE = `usage: ptah <command> [options]
@@ -11,15 +12,20 @@ commands:
   migrations  versioned migrations: new, hash, validate, status, up, baseline, repair, set
 
 The database URL comes from --url or the PTAH_DB_URL environment variable.
+'ptah --version' prints the version.
 Run 'ptah <command> --help' for a command's options.`;
 
 export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'schema':
-      return await runSchemaCommand(rest);
+      return await (await import('./schema-command.ts')).runSchemaCommand(rest);
     case 'migrations':
-      return await runMigrationsCommand(rest);
+      return await (await import('./migrations-command.ts')).runMigrationsCommand(rest);
+    case '--version':
+    case 'version':
+      process.stdout.write(`ptah ${VERSION}\n`);
+      return EXIT.ok;
     case undefined:
     case '-h':
     case '--help':

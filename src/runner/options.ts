@@ -11,6 +11,7 @@ import { parseTableName } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
 import { isSha256Digest } from '../api/digest.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
+import { ptahProgramUrl } from '../build-info.ts';
 
 export type DatabaseOperation = 'observe' | 'plan' | 'apply';
 const DATABASE_OPERATIONS: readonly DatabaseOperation[] = ['observe', 'plan', 'apply'];
@@ -414,7 +415,7 @@ function nonEmpty(v: string | undefined): string | undefined {
 
 /** A script is run by this Node (no shell, no PATH lookup for the interpreter); anything else is executed. */
 function ptahCommand(binary: string | undefined): PtahCommand {
-  const file = binary ?? fileURLToPath(new URL('../../bin/ptah.mjs', import.meta.url));
+  const file = binary ?? fileURLToPath(ptahProgramUrl());
   if (binary !== undefined && !existsSync(file)) {
     throw new RunnerOptionsError(
       '--ptah-binary',

@@ -5,7 +5,7 @@
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
 import { after, before } from 'node:test';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
@@ -21,6 +21,7 @@ import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { freePort } from '../env/ports.ts';
 import type { ManagedProcess } from '../env/process.ts';
 import { startManagerProcess } from '../env/manager-process.ts';
+import { registerImage } from '../env/build-output.ts';
 import { eventually as eventuallyWithin } from '../env/eventually.ts';
 
 /** End-to-end waits span whole Jobs, so they default to 90 s. */
@@ -97,15 +98,8 @@ export async function startE2E(): Promise<E2E> {
       },
     });
 
-    // The runner image: this checkout's ptah-runner under the Node that runs the tests.
-    const map = JSON.parse(readFileSync(env.description.imageMapFile, 'utf8')) as {
-      images: Record<string, unknown>;
-    };
-    map.images[RUNNER_IMAGE] = {
-      entrypoint: [process.execPath, join(ROOT, 'bin/ptah-runner.mjs')],
-      env: { TMPDIR: '/ptah/work', HOME: '/ptah/work' },
-    };
-    writeFileSync(env.description.imageMapFile, JSON.stringify(map, null, 2));
+    // The runner image: this checkout's compiled ptah-runner under the Node that runs the tests.
+    registerImage(env.description.imageMapFile, RUNNER_IMAGE, 'ptah-runner');
 
     // Webhook serving certificate for the manager process.
     const ca = createCertificateAuthority(env.dir, 'webhook-ca', 'ptah-webhook-ca');

@@ -4,7 +4,7 @@
  * loopback with a certificate made here), the runner image in the node agent's image map, and the manager
  * process itself with the manager ServiceAccount's kubeconfig.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { registerImage } from './build-output.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import type { EnvironmentDescription } from './environment.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
@@ -184,16 +185,9 @@ async function registerWebhooks(admin: k8s.KubeConfig, port: number, caFile: str
   );
 }
 
-/** The runner image: this checkout's ptah-runner under the Node running the demo. */
+/** The runner image: this checkout's compiled ptah-runner under the Node running the demo. */
 function registerRunnerImage(description: EnvironmentDescription): void {
-  const map = JSON.parse(readFileSync(description.imageMapFile, 'utf8')) as {
-    images: Record<string, unknown>;
-  };
-  map.images[DEMO_RUNNER_IMAGE] = {
-    entrypoint: [process.execPath, join(ROOT, 'bin/ptah-runner.mjs')],
-    env: { TMPDIR: '/ptah/work', HOME: '/ptah/work' },
-  };
-  writeFileSync(description.imageMapFile, JSON.stringify(map, null, 2) + '\n');
+  registerImage(description.imageMapFile, DEMO_RUNNER_IMAGE, 'ptah-runner');
 }
 
 function portOpen(port: number): Promise<boolean> {

@@ -1,7 +1,5 @@
-import { join } from 'node:path';
+import { builtProgram } from './build-output.ts';
 import { startProcess, type ManagedProcess } from './process.ts';
-
-const ROOT = join(import.meta.dirname, '..', '..');
 
 /** What a locally run manager needs; each field becomes one of the variables docs/operator.md lists. */
 export interface ManagerProcessOptions {
@@ -17,30 +15,24 @@ export interface ManagerProcessOptions {
 }
 
 /**
- * Starts `bin/ptah-operator.mjs` as its own process with only the variables it is meant to see: the
+ * Starts the compiled manager (dist/ptah-operator.mjs, what the image runs) as its own process with only the variables it is meant to see: the
  * tests and the demo run the manager exactly as a Deployment would, with the manager ServiceAccount's
  * kubeconfig and nothing of the caller's environment but PATH.
  */
 export function startManagerProcess(options: ManagerProcessOptions): ManagedProcess {
-  return startProcess(
-    'ptah-operator',
-    process.execPath,
-    [join(ROOT, 'bin/ptah-operator.mjs')],
-    options.logFile,
-    {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        KUBECONFIG: options.kubeconfig,
-        PTAH_COORDINATION_NAMESPACE: options.coordinationNamespace,
-        PTAH_RUNNER_IMAGE: options.runnerImage,
-        PTAH_MANAGER_IDENTITY: options.identity,
-        PTAH_LEADER_LEASE_SECONDS: String(options.leaderLeaseSeconds),
-        ...(options.logLevel !== undefined ? { PTAH_LOG_LEVEL: options.logLevel } : {}),
-        PTAH_WEBHOOK_CERT_FILE: options.webhook.certFile,
-        PTAH_WEBHOOK_KEY_FILE: options.webhook.keyFile,
-        PTAH_WEBHOOK_PORT: String(options.webhook.port),
-        ...options.extraEnv,
-      },
+  return startProcess('ptah-operator', process.execPath, [builtProgram('ptah-operator')], options.logFile, {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      KUBECONFIG: options.kubeconfig,
+      PTAH_COORDINATION_NAMESPACE: options.coordinationNamespace,
+      PTAH_RUNNER_IMAGE: options.runnerImage,
+      PTAH_MANAGER_IDENTITY: options.identity,
+      PTAH_LEADER_LEASE_SECONDS: String(options.leaderLeaseSeconds),
+      ...(options.logLevel !== undefined ? { PTAH_LOG_LEVEL: options.logLevel } : {}),
+      PTAH_WEBHOOK_CERT_FILE: options.webhook.certFile,
+      PTAH_WEBHOOK_KEY_FILE: options.webhook.keyFile,
+      PTAH_WEBHOOK_PORT: String(options.webhook.port),
+      ...options.extraEnv,
     },
-  );
+  });
 }
