@@ -4,6 +4,9 @@
  * schema is waiting on: schema name and UID, plan name and UID, and fingerprint. The manager checks all of
  * this again before an Apply; admission makes a wrong approval fail where the person can see why.
  */
+import { normalisePolicy, policyFingerprint } from '../api/fingerprint.ts';
+import type { PtahSchema } from '../api/ptah-schema.ts';
+import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
 import type { Approver, PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
 import type { ApprovalSubjects } from './approval-subjects.ts';
 import {
@@ -53,7 +56,7 @@ export function validateApproval(subjects: ApprovalSubjects) {
     if (schema === undefined) return denied(`PtahSchema ${spec.schemaRef.name} does not exist`);
     if (schema.metadata.uid !== spec.schemaRef.uid) {
       return denied(
-        `PtahSchema ${spec.schemaRef.name} has another UID: it was deleted and recreated since the plan was made`,
+        `the approval names PtahSchema ${spec.schemaRef.name} with UID ${spec.schemaRef.uid}, but the PtahSchema of that name has UID ${schema.metadata.uid ?? '(none)'}: it is another object than the approval was written for; approve its current plan by its current UID`,
       );
     }
     const current = schema.status?.plan;
@@ -68,7 +71,9 @@ export function validateApproval(subjects: ApprovalSubjects) {
     }
     if (plan === undefined) return denied(`PtahSchemaPlan ${spec.planRef.name} does not exist`);
     if (plan.metadata.uid !== spec.planRef.uid)
-      return denied(`PtahSchemaPlan ${spec.planRef.name} has another UID`);
+      return denied(
+        `the approval names PtahSchemaPlan ${spec.planRef.name} with UID ${spec.planRef.uid}, but the plan of that name has another UID, ${plan.metadata.uid ?? '(none)'}`,
+      );
     if (plan.spec.fingerprint !== spec.planFingerprint)
       return denied('the plan object carries another fingerprint');
     if (
@@ -77,8 +82,34 @@ export function validateApproval(subjects: ApprovalSubjects) {
     ) {
       return denied(`PtahSchemaPlan ${spec.planRef.name} belongs to another PtahSchema`);
     }
+    const unappliable = policyRefusal(schema, plan);
+    if (unappliable !== undefined) return denied(unappliable);
     return allowed();
   };
+}
+
+/**
+ * Why the resource's policy will never apply this plan, if it will not: an approval for it would be
+ * admitted only to wait forever. The manager applies the same rules (decide.ts, applyAuthorisation).
+ */
+function policyRefusal(schema: PtahSchema, plan: PtahSchemaPlan): string | undefined {
+  const name = schema.metadata.name;
+  const policy = normalisePolicy(schema.spec.policy);
+  if (policy.apply === 'Never')
+    return `PtahSchema ${name} has spec.policy.apply Never: no plan is applied, approved or not; set apply to OnApproval to apply approved plans`;
+  const destructive = schema.status?.plan?.destructive === true || plan.spec.binding?.destructive === true;
+  if (destructive && !policy.allowDestructive)
+    return `plan ${plan.metadata.name} is destructive and PtahSchema ${name} has spec.policy.allowDestructive false: it will not be applied, approved or not; set allowDestructive true to allow it`;
+  if (schema.status?.phase === 'Blocked') {
+    const ready = schema.status.conditions?.find((c) => c.type === 'Ready');
+    return `PtahSchema ${name} is Blocked${ready?.reason ? ` (${ready.reason})` : ''}: its plan will not be applied; resolve the block first`;
+  }
+  if (
+    plan.spec.binding?.policyFingerprint !== undefined &&
+    plan.spec.binding.policyFingerprint !== policyFingerprint(schema.spec.policy)
+  )
+    return `spec.policy of PtahSchema ${name} changed since plan ${plan.metadata.name} was made: the plan will be replaced; approve the new one`;
+  return undefined;
 }
 
 /** The approver is exactly what mapproval builds from this request's identity: username, uid and groups. */

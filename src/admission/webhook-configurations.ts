@@ -63,3 +63,62 @@ export function approvalWebhookConfigurations(
     },
   };
 }
+
+type RegisteredWebhook = k8s.V1MutatingWebhook | k8s.V1ValidatingWebhook;
+
+/**
+ * Why approvals cannot be trusted under these registrations, or undefined when they can: some
+ * MutatingWebhookConfiguration must send every PtahSchemaApproval CREATE to our mapproval path and some
+ * ValidatingWebhookConfiguration to our vapproval path, failing closed (failurePolicy Fail) and with no
+ * selector or match condition that could let an approval past them. Without both, an approval's approver
+ * may have been typed by its author, so the manager accepts none.
+ */
+export function approvalWebhooksProblem(registered: {
+  readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
+  readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
+}): string | undefined {
+  const missing: string[] = [];
+  if (!registered.mutating.some((c) => (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.mapproval))))
+    missing.push(
+      `no MutatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.mapproval}`,
+    );
+  if (!registered.validating.some((c) => (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.vapproval))))
+    missing.push(
+      `no ValidatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.vapproval}`,
+    );
+  if (missing.length === 0) return undefined;
+  return `approvals are not accepted: ${missing.join('; ')} with failurePolicy Fail and no selector; register them (approvalWebhookConfigurations) and the approval is read again`;
+}
+
+function guards(webhook: RegisteredWebhook, path: string): boolean {
+  if ((webhook.failurePolicy ?? 'Fail') !== 'Fail') return false;
+  if ((webhook.matchConditions ?? []).length > 0) return false;
+  if (!emptySelector(webhook.namespaceSelector) || !emptySelector(webhook.objectSelector)) return false;
+  if (webhookPath(webhook.clientConfig) !== path) return false;
+  const any = (xs: readonly string[] | undefined, x: string) => (xs ?? []).some((v) => v === x || v === '*');
+  return (webhook.rules ?? []).some(
+    (r) =>
+      any(r.apiGroups, API_GROUP) &&
+      any(r.apiVersions, API_VERSION) &&
+      any(r.resources, 'ptahschemaapprovals') &&
+      any(r.operations, 'CREATE') &&
+      (r.scope === undefined || r.scope === '*' || r.scope === 'Namespaced'),
+  );
+}
+
+function webhookPath(config: k8s.AdmissionregistrationV1WebhookClientConfig): string | undefined {
+  if (config.service !== undefined) return config.service.path;
+  if (config.url === undefined) return undefined;
+  try {
+    return new URL(config.url).pathname;
+  } catch {
+    return undefined;
+  }
+}
+
+function emptySelector(selector: k8s.V1LabelSelector | undefined): boolean {
+  return (
+    selector === undefined ||
+    (Object.keys(selector.matchLabels ?? {}).length === 0 && (selector.matchExpressions ?? []).length === 0)
+  );
+}

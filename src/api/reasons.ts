@@ -23,6 +23,7 @@ export const REASONS = {
   Published: 'Published',
   AwaitingApproval: 'AwaitingApproval',
   ApprovedPlan: 'ApprovedPlan',
+  ApprovalWebhooksMissing: 'ApprovalWebhooksMissing',
   ApplyPending: 'ApplyPending',
   ApplyOutcomeUnknown: 'ApplyOutcomeUnknown',
   VerifyingConvergence: 'VerifyingConvergence',

@@ -6,8 +6,12 @@
  *   PTAH_MANAGER_IMAGE, PTAH_MANAGER_REVISION, PTAH_VERSION   recorded on Jobs and bound into plans
  *   PTAH_MANAGER_IDENTITY         this replica's leader-election identity (default hostname-pid)
  *   PTAH_LOG_LEVEL                pino level (default info)
- *   PTAH_WEBHOOK_CERT_FILE, PTAH_WEBHOOK_KEY_FILE, PTAH_WEBHOOK_PORT   serve the admission webhooks
- *                                 (every replica serves them, leader or not)
+ *   PTAH_WEBHOOK_CERT_FILE, PTAH_WEBHOOK_KEY_FILE   serve the admission webhooks (every replica
+ *                                 serves them, leader or not)
+ *   PTAH_WEBHOOK_BIND_ADDRESS     where they listen, host:port (e.g. `:9443` for every address); default
+ *                                 127.0.0.1 on PTAH_WEBHOOK_PORT (default: a free port)
+ * Approvals are accepted only while the approval webhooks are registered pointing at this manager's paths
+ * (src/controller/runtime/approval-webhook-gate.ts); otherwise a waiting resource says why and waits.
  *   PTAH_METRICS_BIND_ADDRESS     serve Prometheus metrics on GET /metrics at host:port (e.g. `:8080`);
  *                                 unset, no metrics endpoint
  * SIGTERM or SIGINT stops the workers after the keys in flight and exits 0; losing leadership exits 1.
@@ -20,7 +24,7 @@ import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
 import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
 import { approvalWebhooks } from '../admission/webhooks.ts';
 import { Manager } from './manager.ts';
-import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
+import { parseBindAddress, startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
 import { OperatorMetrics } from './metrics/operator-metrics.ts';
 
 const env = process.env;
@@ -58,6 +62,15 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 log.info({ coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system' }, 'manager starting');
+/** PTAH_WEBHOOK_BIND_ADDRESS (host:port, empty host = every address), else loopback on PTAH_WEBHOOK_PORT. */
+function webhookBind(): { host: string; port: number } {
+  const bind = env['PTAH_WEBHOOK_BIND_ADDRESS'];
+  if (bind === undefined || bind === '')
+    return { host: '127.0.0.1', port: Number(env['PTAH_WEBHOOK_PORT'] ?? 0) };
+  const { host, port } = parseBindAddress(bind, 'webhook');
+  return { host: host === '' ? '0.0.0.0' : host, port };
+}
+
 let webhooks: AdmissionServer | undefined;
 let metricsServer: MetricsServer | undefined;
 try {
@@ -66,12 +79,17 @@ try {
     webhooks = await startAdmissionServer({
       cert: readFileSync(env['PTAH_WEBHOOK_CERT_FILE']),
       key: readFileSync(env['PTAH_WEBHOOK_KEY_FILE']),
-      port: Number(env['PTAH_WEBHOOK_PORT'] ?? 0),
+      ...webhookBind(),
       handlers: approvalWebhooks(kubernetesApprovalSubjects(kubeConfig)),
       onReview: (e) =>
         log.info({ path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs }, 'admission review'),
     });
     log.info({ port: webhooks.port }, 'webhooks serving');
+  } else {
+    log.warn(
+      {},
+      'approval webhooks not served here: approvals are accepted only while registered webhooks stamp them',
+    );
   }
   if (metrics) {
     metricsServer = await startMetricsServer(metrics, env['PTAH_METRICS_BIND_ADDRESS']!);

@@ -21,6 +21,7 @@ import { keyString, parseKey } from './runtime/reconcile.ts';
 import { runWorkers, WorkQueue } from './runtime/work-queue.ts';
 import { PtahObjects } from './schema/kube.ts';
 import { SchemaReconciler } from './schema/reconciler.ts';
+import { approvalWebhookGate, type ApprovalGate } from './runtime/approval-webhook-gate.ts';
 
 export interface ManagerOptions {
   readonly kubeConfig: k8s.KubeConfig;
@@ -33,6 +34,8 @@ export interface ManagerOptions {
   readonly workers?: number;
   readonly leaderLeaseName?: string;
   readonly leaderLeaseSeconds?: number;
+  /** Whether approvals may be accepted now; by default, whether the approval webhooks are registered. */
+  readonly approvalGate?: ApprovalGate;
   /** Counts what this process does and reads the caches at each scrape; absent, nothing is counted. */
   readonly metrics?: OperatorMetrics;
 }
@@ -68,6 +71,9 @@ export class Manager {
       ),
       manager: this.options.manager,
       log,
+      approvalGate:
+        this.options.approvalGate ??
+        approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api)),
     });
 
     const elector = new LeaderElector({

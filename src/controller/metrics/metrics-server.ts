@@ -19,12 +19,12 @@ export interface BindAddress {
 }
 
 /** `host:port`, `:port` or `[v6]:port`; a clear error for anything else. */
-export function parseBindAddress(value: string): BindAddress {
+export function parseBindAddress(value: string, what = 'metrics'): BindAddress {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
   const port = m ? Number(m[3]) : NaN;
   if (!m || port > 65535) {
     throw new Error(
-      `metrics bind address ${JSON.stringify(value)} is not host:port; write e.g. ":8080" or "127.0.0.1:8080"`,
+      `${what} bind address ${JSON.stringify(value)} is not host:port; write e.g. ":8080" or "127.0.0.1:8080"`,
     );
   }
   return { host: m[1] ?? m[2] ?? '', port };

@@ -57,6 +57,11 @@ export interface DecideInput {
   readonly planCheck?: PlanCheck;
   readonly approvals: readonly ApprovalView[];
   /**
+   * Why no approval is accepted now: the approval webhooks are not registered as this manager serves them,
+   * so an approval could carry a typed approver nobody stamped. Undefined when they are.
+   */
+  readonly approvalsRefused?: string;
+  /**
    * The realm Lease the claim runs under is no longer the uninterrupted hold whose epoch the claim
    * recorded: somebody else held it in between. Whatever the Job produced is discarded, never read.
    */
@@ -320,6 +325,7 @@ function handleIdle(b: Builder, input: DecideInput): void {
   if ((phase === 'AwaitingApproval' || phase === 'ReadyToApply') && st.plan !== undefined && !due) {
     const decision = applyAuthorisation(input, st.plan);
     if (decision.kind === 'wait') {
+      if (phase === 'AwaitingApproval') approvalGateCondition(b, input, st.plan.name);
       b.requeueAt(st.nextReconciliationTime);
       return;
     }
@@ -341,7 +347,7 @@ function handleIdle(b: Builder, input: DecideInput): void {
           name: approval.name,
           uid: approval.uid,
           approver: { username: approval.approver ?? '' },
-          approvedAt: approval.approvedAt ?? b.now,
+          approvedAt: approval.approvedAt ?? '',
         },
       };
       b.event('Normal', 'ApprovedPlan', `approval ${approval.name} accepted for plan ${st.plan.name}`);
@@ -370,6 +376,20 @@ function handleIdle(b: Builder, input: DecideInput): void {
     b.event('Normal', 'ReadRequested', `read requested at ${request.recorded}: the read starts now`);
   }
   claimOperation(b, input, 'Observe', {});
+}
+
+/** While approvals are refused the waiting resource says why; once they are accepted again, it says so. */
+function approvalGateCondition(b: Builder, input: DecideInput, planName: string): void {
+  if (input.approvalsRefused !== undefined) {
+    b.cond('ApprovalRequired', 'True', 'ApprovalWebhooksMissing', input.approvalsRefused);
+  } else {
+    b.cond(
+      'ApprovalRequired',
+      'True',
+      'AwaitingApproval',
+      `approve plan ${planName} with a PtahSchemaApproval`,
+    );
+  }
 }
 
 /** The phases a read request moves the next read of; anything else answers it when its own read starts. */
@@ -421,6 +441,11 @@ export function exactApproval(input: DecideInput, plan: PlanStatus): ApprovalVie
       a.planFingerprint === plan.fingerprint &&
       a.approver !== undefined &&
       a.approver !== '' &&
+      // Admission stamps all three; an approval missing any of them was never stamped.
+      a.approvedAt !== undefined &&
+      a.approvedAt !== '' &&
+      a.mutationRequestUID !== undefined &&
+      a.mutationRequestUID !== '' &&
       !a.consumed &&
       !a.stale,
   );

@@ -98,6 +98,8 @@ export interface ApprovalView {
   /** Stamped by admission; absent means admission did not run, and the approval is not acceptable. */
   readonly approver?: string;
   readonly approvedAt?: string;
+  /** The admission request that stamped it; absent, like the approver, means it was never stamped. */
+  readonly mutationRequestUID?: string;
   readonly consumed: boolean;
   readonly stale: boolean;
 }

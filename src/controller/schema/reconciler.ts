@@ -55,6 +55,8 @@ export interface SchemaReconcilerDeps {
   readonly manager: ManagerIdentity;
   readonly log: Logger;
   readonly clock?: () => Date;
+  /** Why approvals are not accepted now (the approval webhooks are not registered), or undefined. */
+  readonly approvalGate: () => Promise<string | undefined>;
 }
 
 type InputsOf<T> = T extends (input: infer I) => unknown ? I : never;
@@ -79,6 +81,8 @@ export class SchemaReconciler {
       : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
 
     const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
+    // Fail closed: without the webhooks that stamp the approver, no approval is read at all.
+    const approvalsRefused = await this.deps.approvalGate();
     const input: DecideInput = {
       now,
       schema: view,
@@ -92,9 +96,12 @@ export class SchemaReconciler {
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
         : await this.resolve(obj, view, now),
-      approvals: (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
-        .filter((a) => a.spec.schemaRef.uid === view.uid)
-        .map(approvalView),
+      approvals: approvalsRefused
+        ? []
+        : (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
+            .filter((a) => a.spec.schemaRef.uid === view.uid)
+            .map(approvalView),
+      ...(approvalsRefused !== undefined ? { approvalsRefused } : {}),
     };
     const claim = view.status.claim;
     let job: V1Job | undefined;

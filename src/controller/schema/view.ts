@@ -52,6 +52,7 @@ export function approvalView(obj: PtahSchemaApproval): ApprovalView {
     planFingerprint: obj.spec.planFingerprint,
     ...(obj.spec.approver?.username ? { approver: obj.spec.approver.username } : {}),
     ...(obj.spec.approvedAt ? { approvedAt: obj.spec.approvedAt } : {}),
+    ...(obj.spec.mutationRequestUID ? { mutationRequestUID: obj.spec.mutationRequestUID } : {}),
     consumed: isTrue('Consumed'),
     stale: isTrue('Stale') || obj.metadata.deletionTimestamp !== undefined,
   };

@@ -105,20 +105,25 @@ describe('vapproval', () => {
   const schema = (
     plan?: { name: string; uid: string; fingerprint: string },
     uid = 'schema-uid',
+    extra: { policy?: Record<string, unknown>; destructive?: boolean; phase?: string; reason?: string } = {},
   ): PtahSchema =>
     ({
       apiVersion: 'operator.ptah.run/v1alpha1',
       kind: 'PtahSchema',
       metadata: { name: 'orders', namespace: 'shop', uid },
-      spec: {},
+      spec: extra.policy ? { policy: extra.policy } : {},
       status:
         plan === undefined
           ? {}
           : {
+              ...(extra.phase ? { phase: extra.phase } : {}),
+              ...(extra.reason
+                ? { conditions: [{ type: 'Ready', status: 'False', reason: extra.reason, message: '' }] }
+                : {}),
               plan: {
                 ...plan,
                 contentDigest: FP,
-                destructive: false,
+                destructive: extra.destructive ?? false,
                 statementCount: 1,
                 createdAt: '2026-01-01T00:00:00Z',
               },
@@ -175,7 +180,7 @@ describe('vapproval', () => {
       p: plan('plan-uid-2'),
       a: stamped(),
       ok: false,
-      why: /another UID/,
+      why: /with UID plan-uid, but the plan of that name has another UID, plan-uid-2/,
     },
     {
       name: 'a recreated schema',
@@ -183,7 +188,7 @@ describe('vapproval', () => {
       p: plan(),
       a: stamped(),
       ok: false,
-      why: /deleted and recreated/,
+      why: /names PtahSchema orders with UID schema-uid, but the PtahSchema of that name has UID schema-uid-2/,
     },
     { name: 'a schema with no plan', s: schema(), p: plan(), a: stamped(), ok: false, why: /not waiting/ },
     { name: 'a missing schema', s: undefined, p: plan(), a: stamped(), ok: false, why: /does not exist/ },
@@ -210,6 +215,37 @@ describe('vapproval', () => {
       a: stamped({ approver: { username: 'ceo@example.com', groups: ['system:masters'] } }),
       ok: false,
       why: /not the user making this request/,
+    },
+    {
+      name: 'a plan the policy will never apply (apply Never)',
+      s: schema(current, 'schema-uid', { policy: { apply: 'Never' } }),
+      p: plan(),
+      a: stamped(),
+      ok: false,
+      why: /spec\.policy\.apply Never: no plan is applied/,
+    },
+    {
+      name: 'a destructive plan while allowDestructive is false',
+      s: schema(current, 'schema-uid', { destructive: true }),
+      p: plan(),
+      a: stamped(),
+      ok: false,
+      why: /is destructive and PtahSchema orders has spec\.policy\.allowDestructive false/,
+    },
+    {
+      name: 'a destructive plan while allowDestructive is true',
+      s: schema(current, 'schema-uid', { destructive: true, policy: { allowDestructive: true } }),
+      p: plan(),
+      a: stamped(),
+      ok: true,
+    },
+    {
+      name: 'a plan of a Blocked resource, naming the block',
+      s: schema(current, 'schema-uid', { phase: 'Blocked', reason: 'RealmConflict' }),
+      p: plan(),
+      a: stamped(),
+      ok: false,
+      why: /is Blocked \(RealmConflict\)/,
     },
     {
       name: 'an unstamped approval',

@@ -1,6 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { approvalWebhookConfigurations } from '../../../src/admission/webhook-configurations.ts';
+import type * as k8s from '@kubernetes/client-node';
+import {
+  approvalWebhookConfigurations,
+  approvalWebhooksProblem,
+} from '../../../src/admission/webhook-configurations.ts';
+import { approvalWebhookGate } from '../../../src/controller/runtime/approval-webhook-gate.ts';
 
 describe('approvalWebhookConfigurations', () => {
   const { mutating, validating } = approvalWebhookConfigurations({
@@ -51,5 +56,77 @@ describe('approvalWebhookConfigurations', () => {
     assert.equal(own.validating.metadata?.name, 'v');
     assert.equal(own.mutating.webhooks![0]!.timeoutSeconds, 5);
     assert.equal(own.validating.webhooks![0]!.timeoutSeconds, 5);
+  });
+});
+
+describe('approvalWebhooksProblem: approvals are trusted only behind both webhooks', () => {
+  const good = () => approvalWebhookConfigurations({ baseUrl: 'https://10.0.0.1:9443', caBundle: 'Q0E=' });
+
+  it('accepts the configurations the manager registers', () => {
+    const { mutating, validating } = good();
+    assert.equal(approvalWebhooksProblem({ mutating: [mutating], validating: [validating] }), undefined);
+  });
+
+  it('names the missing mutating and validating webhook', () => {
+    const { mutating, validating } = good();
+    assert.match(
+      approvalWebhooksProblem({ mutating: [], validating: [validating] }) ?? '',
+      /no MutatingWebhookConfiguration sends PtahSchemaApproval CREATE to \/mapproval/,
+    );
+    assert.match(
+      approvalWebhooksProblem({ mutating: [mutating], validating: [] }) ?? '',
+      /no ValidatingWebhookConfiguration sends PtahSchemaApproval CREATE to \/vapproval/,
+    );
+  });
+
+  const broken: [string, (w: k8s.V1MutatingWebhook) => k8s.V1MutatingWebhook][] = [
+    ['another path', (w) => ({ ...w, clientConfig: { url: 'https://10.0.0.1:9443/elsewhere' } })],
+    ['failurePolicy Ignore', (w) => ({ ...w, failurePolicy: 'Ignore' })],
+    ['a namespace selector', (w) => ({ ...w, namespaceSelector: { matchLabels: { team: 'a' } } })],
+    ['a match condition', (w) => ({ ...w, matchConditions: [{ name: 'x', expression: 'false' }] })],
+    ['UPDATE only', (w) => ({ ...w, rules: [{ ...w.rules![0]!, operations: ['UPDATE'] }] })],
+    ['another resource', (w) => ({ ...w, rules: [{ ...w.rules![0]!, resources: ['ptahschemas'] }] })],
+  ];
+  for (const [what, change] of broken) {
+    it(`refuses a mutating webhook with ${what}`, () => {
+      const { mutating, validating } = good();
+      const bad = { ...mutating, webhooks: mutating.webhooks!.map(change) };
+      assert.notEqual(approvalWebhooksProblem({ mutating: [bad], validating: [validating] }), undefined);
+    });
+  }
+
+  it('accepts a service reference with our path and wildcard rules', () => {
+    const { mutating, validating } = good();
+    const viaService = {
+      ...mutating,
+      webhooks: mutating.webhooks!.map((w) => ({
+        ...w,
+        clientConfig: { service: { namespace: 'ptah-system', name: 'ptah', path: '/mapproval' } },
+        rules: [{ apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], operations: ['*'] }],
+      })),
+    };
+    assert.equal(approvalWebhooksProblem({ mutating: [viaService], validating: [validating] }), undefined);
+  });
+
+  it('the gate fails closed when the configurations cannot be read, and caches its answer', async () => {
+    let reads = 0;
+    const { mutating, validating } = good();
+    let now = 0;
+    const gate = approvalWebhookGate(
+      {
+        listMutatingWebhookConfiguration: async () => {
+          reads++;
+          if (reads === 1) throw Object.assign(new Error('forbidden'), { code: 403 });
+          return { items: [mutating] };
+        },
+        listValidatingWebhookConfiguration: async () => ({ items: [validating] }),
+      } as never,
+      { ttlMs: 1000, clock: () => now },
+    );
+    assert.match((await gate()) ?? '', /cannot be read \(HTTP 403\)/);
+    assert.match((await gate()) ?? '', /cannot be read/, 'cached within the TTL');
+    assert.equal(reads, 1);
+    now = 2000;
+    assert.equal(await gate(), undefined);
   });
 });

@@ -253,6 +253,7 @@ describe('schema lifecycle decision', () => {
     planFingerprint: digest('f'),
     approver: 'approver@example.com',
     approvedAt: new Date(T0).toISOString(),
+    mutationRequestUID: 'admission-request-1',
     consumed: false,
     stale: false,
     ...over,
@@ -266,6 +267,8 @@ describe('schema lifecycle decision', () => {
       approval({ planRef: { name: 'ptah-plan-1', uid: 'other' } }),
       approval({ schemaRef: { name: 'orders', uid: 'old-uid' } }),
       approval({ approver: undefined }),
+      approval({ approvedAt: undefined }),
+      approval({ mutationRequestUID: undefined }),
       approval({ consumed: true }),
       approval({ stale: true }),
     ];
@@ -285,6 +288,23 @@ describe('schema lifecycle decision', () => {
     const create = d.post.findIndex((a) => a.kind === 'createJob');
     assert.ok(consume >= 0 && create > consume, 'consumed before the Job is created');
     assert.ok(d.status.journal?.entries.some((e) => e.type === 'ApprovalAccepted'));
+  });
+
+  it('accepts no approval while the approval webhooks are not registered, and says why', () => {
+    const s = toAwaitingApproval({ apply: 'OnApproval' });
+    const why = 'approvals are not accepted: no MutatingWebhookConfiguration sends …';
+    const d = decide(input(s, T0 + 5000, { approvals: [], approvalsRefused: why, planCheck: { ok: true } }));
+    assert.equal(d.status.claim, undefined);
+    assert.equal(d.status.phase, 'AwaitingApproval');
+    const c = d.status.conditions?.find((x) => x.type === 'ApprovalRequired');
+    assert.deepEqual([c?.status, c?.reason, c?.message], ['True', 'ApprovalWebhooksMissing', why]);
+    const back = decide(
+      input(schema(d.status, s.spec), T0 + 6000, { approvals: [], planCheck: { ok: true } }),
+    );
+    assert.equal(
+      back.status.conditions?.find((x) => x.type === 'ApprovalRequired')?.reason,
+      'AwaitingApproval',
+    );
   });
 
   it('an approval consumed between claim and dispatch withdraws the Apply', () => {
