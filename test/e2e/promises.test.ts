@@ -155,28 +155,35 @@ describe('promises under misuse', { skip }, () => {
     );
   });
 
-  it('engine mysql is Blocked UnsupportedEngine while the schema engine ships no MySQL dialect', async () => {
-    await createSource(e2e(), 'mysql-src', { 'schema.sql': 'CREATE TABLE t (id int PRIMARY KEY);\n' });
-    await createSecret(e2e(), 'mysql-db', 'mysql://app:pw@127.0.0.1:3306/app');
+  it('an engine the schema engine ships no dialect for is Blocked UnsupportedEngine, with no Job', async () => {
+    await createSource(e2e(), 'sqlite-src', { 'schema.sql': 'CREATE TABLE t (id int PRIMARY KEY);\n' });
+    await createSecret(e2e(), 'sqlite-db', 'postgres://app:pw@127.0.0.1:5432/app');
     await e2e().objects.createNamespacedCustomObject({
       ...at(e2e(), 'ptahschemas'),
       body: {
         apiVersion: `${API_GROUP}/${API_VERSION}`,
         kind: 'PtahSchema',
-        metadata: { name: 'on-mysql' },
+        metadata: { name: 'on-sqlite' },
         spec: {
-          target: { engine: 'mysql', coordinationKey: 'on-mysql', urlFrom: { name: 'mysql-db', key: 'url' } },
-          desired: { configMap: { name: 'mysql-src', files: [{ key: 'schema.sql' }] } },
+          target: {
+            engine: 'sqlite',
+            coordinationKey: 'on-sqlite',
+            urlFrom: { name: 'sqlite-db', key: 'url' },
+          },
+          desired: { configMap: { name: 'sqlite-src', files: [{ key: 'schema.sql' }] } },
           interval: '10m',
         },
       },
     });
-    const s = await waitForPhase(e2e(), 'on-mysql', ['Blocked', 'Failed', 'InSync']);
+    const s = await waitForPhase(e2e(), 'on-sqlite', ['Blocked', 'Failed', 'InSync']);
     assert.equal(s.status?.phase, 'Blocked');
     const engine = s.status?.conditions?.find((c) => c.type === 'EngineSupported');
     assert.equal(engine?.status, 'False');
     assert.equal(engine?.reason, 'UnsupportedEngine');
-    assert.match(engine?.message ?? '', /ships postgres/);
-    assert.deepEqual(await schemaJobs(e2e(), 'on-mysql'), [], 'no Job starts');
+    assert.match(
+      engine?.message ?? '',
+      /spec.target.engine is "sqlite"; the schema engine ships postgres, mysql/,
+    );
+    assert.deepEqual(await schemaJobs(e2e(), 'on-sqlite'), [], 'no Job starts');
   });
 });

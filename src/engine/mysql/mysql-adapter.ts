@@ -4,7 +4,7 @@
  * free of credentials, and the facts core code asks for instead of testing the dialect by name.
  */
 import mysql from 'mysql2/promise';
-import { redact } from '../database-url.ts';
+import { mysqlConnectionConfig, parseDatabaseUrl, redact } from '../database-url.ts';
 import { DatabaseError, type Session } from '../session.ts';
 
 export const mysqlAdapterFacts = {
@@ -38,15 +38,12 @@ export async function connectMysql(
   url: string,
   options: { connectTimeoutMs?: number } = {},
 ): Promise<Session> {
-  const u = new URL(url);
+  // The driver connects to exactly the target the identity names (one parser for both).
+  const target = mysqlConnectionConfig(parseDatabaseUrl(url));
   let conn: mysql.Connection;
   try {
     conn = await mysql.createConnection({
-      host: u.hostname,
-      port: Number(u.port || 3306),
-      user: decodeURIComponent(u.username),
-      password: decodeURIComponent(u.password),
-      database: decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined,
+      ...target,
       // Desired files and dev-database loads are whole scripts; plan statements are single ones.
       multipleStatements: true,
       connectTimeout: options.connectTimeoutMs ?? 10_000,
@@ -61,8 +58,7 @@ export async function connectMysql(
     throw toDatabaseError(error, url);
   }
   conn.on('error', () => undefined);
-  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (database === '') {
+  if (target.database === undefined) {
     await conn.end().catch(() => undefined);
     throw new DatabaseError('the MySQL URL names no database; add /<database> to it', undefined);
   }
