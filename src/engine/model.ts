@@ -61,6 +61,8 @@ export interface CheckConstraint {
   readonly kind: 'Check';
   readonly name?: string;
   readonly expression: Expr;
+  /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
+  readonly notValid?: boolean;
 }
 
 export interface ForeignKey {
@@ -75,6 +77,8 @@ export interface ForeignKey {
   readonly matchFull: boolean;
   readonly deferrable: boolean;
   readonly initiallyDeferred: boolean;
+  /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
+  readonly notValid?: boolean;
 }
 
 export type Constraint = PrimaryKey | UniqueConstraint | CheckConstraint | ForeignKey;

@@ -94,7 +94,14 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
       alterColumn(c.table, c.column.name, `SET DEFAULT ${c.column.default?.text ?? 'NULL'}`),
     ],
     DropDefault: (c) => [alterColumn(c.table, c.column.name, 'DROP DEFAULT')],
-    AddConstraint: (c) => [`ALTER TABLE ${q(c.table.schema, c.table.name)} ADD ${constraint(c.constraint)}`],
+    AddConstraint: (c) => {
+      const k = c.constraint;
+      // Only a constraint added to an existing table can skip checking its rows.
+      const notValid = (k.kind === 'ForeignKey' || k.kind === 'Check') && k.notValid === true;
+      return [
+        `ALTER TABLE ${q(c.table.schema, c.table.name)} ADD ${constraint(k)}${notValid ? ' NOT VALID' : ''}`,
+      ];
+    },
     DropConstraint: (c) => [
       `ALTER TABLE ${q(c.table.schema, c.table.name)} DROP CONSTRAINT ${h.quoteIdent(c.constraint.name ?? '')}`,
     ],

@@ -537,7 +537,12 @@ export class DesiredStateBuilder {
       case 'CONSTR_CHECK':
         if (c['is_no_inherit'] === true)
           throw new DesiredStateError(`${what}: CHECK ... NO INHERIT is not supported`);
-        return { kind: 'Check', ...named, expression: exprFromAst(c['raw_expr']) };
+        return {
+          kind: 'Check',
+          ...named,
+          expression: exprFromAst(c['raw_expr']),
+          ...(c['skip_validation'] === true ? { notValid: true } : {}),
+        };
       case 'CONSTR_FOREIGN': {
         const ref = rel(c['pktable']);
         return {
@@ -552,6 +557,7 @@ export class DesiredStateBuilder {
           matchFull: c['fk_matchtype'] === 'f',
           deferrable,
           initiallyDeferred,
+          ...(c['skip_validation'] === true ? { notValid: true } : {}),
         };
       }
       default:
@@ -849,7 +855,16 @@ export class DesiredStateBuilder {
     const tables: Table[] = [];
     const tableMap = new Map<string, TableDraft>();
     for (const t of this.tables.values()) tableMap.set(objectKey(t.schema, t.name), t);
-    // Serial columns: an owned sequence feeding the column's default is the same thing as `serial`.
+    for (const seq of this.sequences.values()) {
+      const [lo, hi] = SEQ_LIMITS[seq.dataType] ?? SEQ_LIMITS['bigint'] ?? ['', ''];
+      const asc = !seq.increment.startsWith('-');
+      if (seq.min === '') seq.min = asc ? '1' : lo;
+      if (seq.max === '') seq.max = asc ? hi : '-1';
+      if (seq.start === '') seq.start = asc ? seq.min : seq.max;
+    }
+    // Serial columns: an owned sequence feeding the column's default is the same thing as `serial` only when
+    // it is exactly the sequence `serial` makes: the column's type and every option at its default. A bigint
+    // sequence behind an integer column (pg_dump before PostgreSQL 10 wrote no AS) stays a sequence.
     const sequences = new Map(this.sequences);
     for (const [key, seq] of this.sequences) {
       const owner = seq.ownedBy;
@@ -866,7 +881,8 @@ export class DesiredStateBuilder {
         targetSchema !== seq.schema ||
         targetName !== seq.name ||
         !['smallint', 'integer', 'bigint'].includes(col.type.name) ||
-        col.type.schema !== undefined
+        col.type.schema !== undefined ||
+        !isSerialSequence(seq, col.type.name)
       )
         continue;
       col.serial = true;
@@ -937,13 +953,6 @@ export class DesiredStateBuilder {
         columns: r.columns,
         rows: r.rows,
       });
-    }
-    for (const seq of sequences.values()) {
-      const [lo, hi] = SEQ_LIMITS[seq.dataType] ?? SEQ_LIMITS['bigint'] ?? ['', ''];
-      const asc = !seq.increment.startsWith('-');
-      if (seq.min === '') seq.min = asc ? '1' : lo;
-      if (seq.max === '') seq.max = asc ? hi : '-1';
-      if (seq.start === '') seq.start = asc ? seq.min : seq.max;
     }
     return {
       schemas: [...this.schemas.values()],
@@ -1205,6 +1214,20 @@ function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
     if (notNull(cols)) candidates.push({ name: i.name ?? '', columns: cols });
   }
   return candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))[0];
+}
+
+/** Whether a sequence has exactly the type and options `serial` gives one for a column of `type`. */
+function isSerialSequence(seq: Sequence, type: string): boolean {
+  const max = SEQ_LIMITS[type]?.[1];
+  return (
+    seq.dataType === type &&
+    seq.start === '1' &&
+    seq.increment === '1' &&
+    seq.min === '1' &&
+    seq.max === max &&
+    seq.cache === '1' &&
+    !seq.cycle
+  );
 }
 
 function literal(node: unknown, what: string): string | null {
