@@ -45,3 +45,5 @@ export PTAH_K8S_BIN
 
 # The compiled programs (dist/, never committed): the manager and operation Pods run these bundles.
 npm run --silent build
+# helm and promtool, from their Go modules, cached beside the control-plane binaries.
+bash "$here/test/env/build-tools.sh" >/dev/null

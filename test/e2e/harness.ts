@@ -165,15 +165,19 @@ export async function startE2E(): Promise<E2E> {
 /**
  * One environment and one manager for a whole test file, started before its tests and stopped after them;
  * where the node agent cannot run, `skip` says why (pass it to describe) and nothing starts.
- * `e2e()` is valid only inside tests and hooks, once the environment is up.
+ * `e2e()` is valid only inside tests and hooks, once the environment is up. `managerEnv` adds variables
+ * to the manager's environment (read once, before it starts).
  */
-export function useE2E(): { readonly skip: string | false; e2e(): E2E } {
+export function useE2E(managerEnv: () => Promise<Record<string, string>> = async () => ({})): {
+  readonly skip: string | false;
+  e2e(): E2E;
+} {
   const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
   let current: E2E | undefined;
   before(async () => {
     if (skip) return;
     current = await startE2E();
-    await current.startManager();
+    await current.startManager(await managerEnv());
   });
   after(async () => {
     await current?.stop();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { parse } from 'yaml';
@@ -20,6 +20,10 @@ describe('CRDs', () => {
   for (const crd of crds) {
     it(`${crdFileName(crd)} is what scripts/gen-crds.ts generates (run it after changing src/api)`, () => {
       assert.equal(readFileSync(join(root, crdFileName(crd)), 'utf8'), renderCrdYaml(crd));
+    });
+    const inChart = join('deploy/helm/ptah-operator/crds', basename(crdFileName(crd)));
+    it(`${inChart} is the same generated file (run scripts/gen-crds.ts after changing src/api)`, () => {
+      assert.equal(readFileSync(join(root, inChart), 'utf8'), renderCrdYaml(crd));
     });
   }
 

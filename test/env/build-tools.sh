@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the operator's packaging and monitoring tools from their Go modules through the Go module proxy,
+# at pinned versions, into the same cache as build-binaries.sh: helm (helm.sh/helm/v4/cmd/helm) for the
+# chart and promtool (github.com/prometheus/prometheus/cmd/promtool) for the alerting rules. A second run
+# finds them and returns at once. Prints one line per tool: `name=path`.
+set -euo pipefail
+
+HELM_VERSION="${PTAH_HELM_VERSION:-v4.3.2}"
+# The Prometheus Go module tags v0.3xx.y for release 3.xx.y.
+PROMETHEUS_VERSION="${PTAH_PROMETHEUS_VERSION:-v0.316.0}"
+if [ -z "${PTAH_CACHE:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then PTAH_CACHE=/var/cache/ptah-operator; else PTAH_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ptah-operator"; fi
+fi
+export GOFLAGS="${GOFLAGS:-} -trimpath"
+export CGO_ENABLED=0
+
+# build NAME MODULE_PACKAGE VERSION LDFLAGS -> prints the binary's path
+build() {
+  local name="$1" pkg="$2" version="$3" ldflags="$4"
+  local dir="$PTAH_CACHE/bin/$name-$version"
+  if [ ! -x "$dir/$name" ]; then
+    command -v go >/dev/null || { echo "build-tools: Go is required to build $name" >&2; exit 1; }
+    echo "build-tools: building $name $version (a cold build takes several minutes)" >&2
+    mkdir -p "$dir.tmp"
+    GOBIN="$dir.tmp" go install -ldflags "$ldflags" "$pkg@$version"
+    rm -rf "$dir"
+    mv "$dir.tmp" "$dir"
+  fi
+  echo "$name=$dir/$name"
+}
+
+build helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" \
+  "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" \
+  "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION/v0./3.}"
