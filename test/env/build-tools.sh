@@ -6,7 +6,6 @@
 set -euo pipefail
 
 HELM_VERSION="${PTAH_HELM_VERSION:-v4.3.2}"
-# The Prometheus Go module tags v0.3xx.y for release 3.xx.y.
 PROMETHEUS_VERSION="${PTAH_PROMETHEUS_VERSION:-v0.316.0}"
 if [ -z "${PTAH_CACHE:-}" ]; then
   if [ "$(id -u)" = 0 ]; then PTAH_CACHE=/var/cache/ptah-operator; else PTAH_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ptah-operator"; fi
@@ -31,5 +30,7 @@ build() {
 
 build helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" \
   "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+# v0.316.0 is release 3.16.0: the minor less 300.
+IFS=. read -r _ prom_minor prom_patch <<<"${PROMETHEUS_VERSION#v}"
 build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" \
-  "-s -w -X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION/v0./3.}"
+  "-s -w -X github.com/prometheus/common/version.Version=3.$((prom_minor - 300)).$prom_patch"
