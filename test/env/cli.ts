@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -36,7 +36,34 @@ function readDescription(): EnvironmentDescription | undefined {
   return JSON.parse(readFileSync(envFile, 'utf8')) as EnvironmentDescription;
 }
 
-function printEndpoints(description: EnvironmentDescription): void {
+/** Single-quoted for a POSIX shell, so a pasted line means exactly the path printed. */
+function shellQuote(value: string): string {
+  return /^[\w./:=@-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+const repoBin = fileURLToPath(new URL('../../bin/', import.meta.url)).replace(/\/$/, '');
+
+/**
+ * Lines a person pastes to use kubectl (built at the control plane's version) and `kubectl ptah` (from
+ * this checkout's bin/) as one of the environment's identities.
+ */
+function kubectlExports(description: EnvironmentDescription, binDir: string): string[] {
+  const users: Record<string, string> = description.identities;
+  return [
+    'kubectl and kubectl ptah; paste the PATH line, then the line of one identity:',
+    `  export PATH=${shellQuote(`${binDir}:${repoBin}`)}:"$PATH"`,
+    ...Object.entries(description.kubeconfigs).map(
+      ([who, path]) =>
+        `  export KUBECONFIG=${shellQuote(path)}   # ${who}${users[who] ? ` (${users[who]})` : ''}`,
+    ),
+  ];
+}
+
+function kubernetesBinDir(): string {
+  return process.env['PTAH_K8S_BIN'] ?? dirname(findKubernetesBinaries().kubectl);
+}
+
+function printEndpoints(description: EnvironmentDescription, binDir: string): void {
   const safe = printableDescription(description);
   const lines = [
     `API server:      ${safe.server}`,
@@ -54,6 +81,7 @@ function printEndpoints(description: EnvironmentDescription): void {
     lines.push(`git over SSH:    ssh://${safe.git.sshUser}@${safe.git.sshHost}:${safe.git.sshPort}`);
   }
   lines.push(`everything (JSON, mode 0600, holds passwords): ${envFile}`);
+  lines.push(...kubectlExports(safe, binDir));
   console.log(lines.join('\n'));
 }
 
@@ -75,19 +103,19 @@ function parseComponents(args: readonly string[]): Component[] {
 
 async function up(args: readonly string[]): Promise<number> {
   const components = parseComponents(args);
+  // Build (or find) the binaries here, in the foreground, so a cold build shows its progress.
+  const binDir = kubernetesBinDir();
   const running = supervisorPid();
   if (running !== undefined && processAlive(running)) {
     const description = readDescription();
     console.log(`env: already up (supervisor pid ${running})`);
-    if (description) printEndpoints(description);
+    if (description) printEndpoints(description, binDir);
     return 0;
   }
   // Leftovers of a crashed or failed run: clear them so stale files cannot be mistaken for state.
   rmSync(stateDir, { recursive: true, force: true });
   mkdirSync(stateDir, { recursive: true });
 
-  // Build (or find) the binaries here, in the foreground, so a cold build shows its progress.
-  const binDir = process.env['PTAH_K8S_BIN'] ?? findKubernetesBinaries().etcd.replace(/\/etcd$/, '');
   const started = Date.now();
   const supervisor = fileURLToPath(new URL('./supervisor.ts', import.meta.url));
   const log = openSync(logFile, 'a');
@@ -105,7 +133,7 @@ async function up(args: readonly string[]): Promise<number> {
   while (Date.now() < deadline) {
     if (existsSync(join(stateDir, READY_FILE))) {
       console.log(`env: up in ${((Date.now() - started) / 1000).toFixed(1)} s (supervisor pid ${child.pid})`);
-      printEndpoints(readDescription() as EnvironmentDescription);
+      printEndpoints(readDescription() as EnvironmentDescription, binDir);
       return 0;
     }
     if (existsSync(join(stateDir, FAILED_FILE)) || !processAlive(child.pid)) {
@@ -205,7 +233,7 @@ function status(): number {
   console.log(
     `  ports: ${description.ports.join(', ')}${silent.length ? ` (not listening: ${silent.join(', ')})` : ''}`,
   );
-  printEndpoints(description);
+  printEndpoints(description, kubernetesBinDir());
   return description.processes.every((p) => processAlive(p.pid)) && silent.length === 0 ? 0 : 1;
 }
 

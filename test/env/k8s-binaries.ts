@@ -8,9 +8,11 @@ export interface KubernetesBinaries {
   readonly apiserver: string;
   readonly controllerManager: string;
   readonly scheduler: string;
+  /** The client, at the control plane's version, for tests and people. */
+  readonly kubectl: string;
 }
 
-const NAMES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
+const NAMES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl'] as const;
 
 function inDirectory(dir: string): KubernetesBinaries {
   for (const name of NAMES) {
@@ -21,6 +23,7 @@ function inDirectory(dir: string): KubernetesBinaries {
     apiserver: join(dir, 'kube-apiserver'),
     controllerManager: join(dir, 'kube-controller-manager'),
     scheduler: join(dir, 'kube-scheduler'),
+    kubectl: join(dir, 'kubectl'),
   };
 }
 

@@ -49,6 +49,29 @@ test('npm run env -- up starts a detached environment; down leaves no process an
     }
     assert.match(upResult.stdout, new RegExp(description.server.replace(/[.]/g, '\\.')));
 
+    // The printed export lines are all a person needs to use kubectl at once, as each identity.
+    const path = /export PATH=(\S+):"\$PATH"/.exec(upResult.stdout)?.[1];
+    assert.ok(path, `up printed no PATH line:\n${upResult.stdout}`);
+    const exports = [...upResult.stdout.matchAll(/export KUBECONFIG=(\S+) +# (\w+)/g)];
+    assert.deepEqual(
+      exports.map((m) => m[2]).sort(),
+      Object.keys(description.kubeconfigs).sort(),
+      'one KUBECONFIG line per identity',
+    );
+    const usernames: Record<string, string> = description.identities;
+    for (const [, kubeconfig, who] of exports) {
+      const whoami: { stdout: string } = await run(
+        'kubectl',
+        ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'],
+        {
+          env: { ...process.env, PATH: `${path}:${process.env['PATH'] ?? ''}`, KUBECONFIG: kubeconfig },
+        },
+      );
+      const expected = usernames[who!];
+      if (expected !== undefined) assert.equal(whoami.stdout, expected, `kubectl as ${who}`);
+      else assert.ok(whoami.stdout.length > 0, `kubectl as ${who} has a username`);
+    }
+
     const status = await envCommand(stateDir, 'status');
     assert.match(status.stdout, /env: up/);
 
