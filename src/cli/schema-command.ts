@@ -36,8 +36,8 @@ commands:
   drift     report how the database differs from the desired state (read-only); alias: observe
 
 options:
-  --url URL                 database URL (default: the PTAH_DB_URL environment variable)
-  --desired PATH            desired-state .sql file or directory (repeatable; plan, drift; alias --file)
+  --url URL                 database URL (default: the PTAH_DB_URL environment variable; alias --from)
+  --desired PATH            desired-state .sql file or directory (repeatable; plan, drift; aliases --to, --file)
   --dev-url URL             scratch database to normalise the desired SQL (default: PTAH_DEV_DB_URL)
   --exclude PATTERN         leave matching objects alone: schema.name, name, table.column; * and ? (repeatable)
   --protected-table NAME    refuse a plan that changes this table: table or schema.table (repeatable; plan)
@@ -81,7 +81,12 @@ const VALUE_FLAGS = new Set([
   'format',
 ]);
 /** Spellings other tools use for the same flags. */
-const ALIASES: Readonly<Record<string, string>> = { output: 'out', file: 'desired' };
+const ALIASES: Readonly<Record<string, string>> = {
+  output: 'out',
+  file: 'desired',
+  to: 'desired', // Atlas: --to is the desired state, --from (or --url) the database
+  from: 'url',
+};
 const BOOL_FLAGS = new Set(['json', 'dry-run', 'auto-approve', 'help']);
 
 function parseFlags(argv: readonly string[]): Flags {

@@ -43,6 +43,7 @@ export function inspectText(r: InspectResult): string {
   }
   for (const v of r.model.views) lines.push(`view ${v.schema}.${v.name}`);
   for (const u of j.unmanaged) lines.push(`unmanaged ${u.kind} ${u.schema}.${u.name} (left alone)`);
+  lines.push(NOT_MANAGED_NOTE);
   return lines.join('\n') + '\n';
 }
 
@@ -86,15 +87,20 @@ export function planJson(r: PlanResult, out: string | undefined): unknown {
   };
 }
 
+/** Said with every plan and inspection: what the engine never changes, whatever the files declare. */
+export const NOT_MANAGED_NOTE =
+  'not managed: ownership (ALTER ... OWNER TO) and privileges (GRANT, REVOKE) are accepted and left alone; so are the objects inspect lists as unmanaged';
+
 export function planText(r: PlanResult, out: string | undefined): string {
   if (r.outcome === 'refused')
     return `plan refused: ${r.refusal?.reason ?? ''}\nno statements were planned\n`;
   if (r.outcome === 'no_changes')
-    return `no changes: the database matches the desired state\n${out ? `plan written to ${out} (${r.digest ?? ''})\n` : ''}`;
+    return `no changes: the database matches the desired state\n${NOT_MANAGED_NOTE}\n${out ? `plan written to ${out} (${r.digest ?? ''})\n` : ''}`;
   const lines = [
     `${r.plan?.statements.length ?? 0} statement(s)${r.plan?.destructive ? ', DESTRUCTIVE' : ''}; digest ${r.digest ?? ''}`,
   ];
   for (const s of r.plan?.statements ?? []) lines.push(`-- [${s.severity}] ${s.reason}`, `${s.sql};`);
+  lines.push(`-- ${NOT_MANAGED_NOTE}`);
   if (out) lines.push(`plan written to ${out}`);
   return lines.join('\n') + '\n';
 }

@@ -76,6 +76,12 @@ describe('ptah schema CLI (postgres)', () => {
       env,
     );
     assert.deepEqual(readFileSync(join(dir, 'plan2.json')), bytes, 'two plans are byte-identical');
+    // The spellings Atlas users type: --from for the database, --to for the desired state.
+    const atlas = await ptah(['plan', '--from', url, '--to', desired(), '--out', join(dir, 'plan3.json')]);
+    noSecret(atlas);
+    assert.equal(atlas.code, 3, atlas.stderr);
+    assert.deepEqual(readFileSync(join(dir, 'plan3.json')), bytes, '--from/--to plan the same bytes');
+    assert.match(atlas.stdout, /not managed: ownership \(ALTER \.\.\. OWNER TO\) and privileges/);
 
     const dry = await ptah(['apply', '--plan', out, '--dry-run', '--json']);
     assert.equal(dry.code, 0, dry.stderr);
@@ -180,11 +186,11 @@ describe('ptah schema CLI (postgres)', () => {
     const badSql = join(dir, 'bad.sql');
     writeFileSync(
       badSql,
-      'CREATE TABLE ok (id int PRIMARY KEY);\nCREATE FUNCTION g() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n',
+      'CREATE TABLE ok (id int PRIMARY KEY);\n  DROP TABLE legacy;\n',
     );
     const unsupported = await ptah(['plan', '--desired', badSql], { PTAH_DB_URL: url });
     assert.equal(unsupported.code, 1);
-    assert.match(unsupported.stderr, /bad\.sql:2: CreateFunction statements are not managed/);
+    assert.match(unsupported.stderr, /bad\.sql:2:3: DROP is not a declaration.*remove it/);
     const usage = await ptah(['plan', '--bogus']);
     assert.equal(usage.code, 2);
     const help = await ptah(['--help']);
