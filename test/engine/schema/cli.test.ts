@@ -184,10 +184,7 @@ describe('ptah schema CLI (postgres)', () => {
     assert.equal(noUrl.code, 1);
     assert.match(noUrl.stderr, /pass --url or set PTAH_DB_URL/);
     const badSql = join(dir, 'bad.sql');
-    writeFileSync(
-      badSql,
-      'CREATE TABLE ok (id int PRIMARY KEY);\n  DROP TABLE legacy;\n',
-    );
+    writeFileSync(badSql, 'CREATE TABLE ok (id int PRIMARY KEY);\n  DROP TABLE legacy;\n');
     const unsupported = await ptah(['plan', '--desired', badSql], { PTAH_DB_URL: url });
     assert.equal(unsupported.code, 1);
     assert.match(unsupported.stderr, /bad\.sql:2:3: DROP is not a declaration.*remove it/);
