@@ -263,13 +263,15 @@ export async function plan(
     }
     // Where DDL commits on its own, every statement says so: a failure part-way leaves the earlier ones done.
     const own = dialect.supportsTransactionalDdl ? {} : { transactional: false as const };
-    const statements: PlanStatement[] = changes.flatMap((c) =>
-      dialect.render(c).map((sql) => ({
-        sql,
-        severity: c.classification.severity,
-        reason: c.classification.reason,
-        ...own,
-      })),
+    const statements = withoutRepeats(
+      changes.flatMap((c) =>
+        dialect.render(c).map((sql) => ({
+          sql,
+          severity: c.classification.severity,
+          reason: c.classification.reason,
+          ...own,
+        })),
+      ),
     );
     const doc: PlanDocument = {
       format_version: PLAN_FORMAT_VERSION,
@@ -294,6 +296,30 @@ export async function plan(
   } finally {
     await session.close();
   }
+}
+
+/**
+ * A dialect that restates a whole column for each of its changes (MySQL's MODIFY COLUMN) renders one
+ * statement several times: it runs once, with the highest severity and every reason of its changes.
+ */
+function withoutRepeats(list: readonly PlanStatement[]): PlanStatement[] {
+  const out: PlanStatement[] = [];
+  const at = new Map<string, number>();
+  for (const st of list) {
+    const i = at.get(st.sql);
+    const prev = i === undefined ? undefined : out[i];
+    if (i === undefined || prev === undefined) {
+      at.set(st.sql, out.length);
+      out.push(st);
+      continue;
+    }
+    out[i] = {
+      ...prev,
+      severity: highestSeverity([prev, st]),
+      reason: prev.reason.split('; ').includes(st.reason) ? prev.reason : `${prev.reason}; ${st.reason}`,
+    };
+  }
+  return out;
 }
 
 export interface ApplyFailure {

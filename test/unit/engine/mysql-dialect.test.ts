@@ -1,0 +1,297 @@
+// MySQL 8.4 and MariaDB 10.11 spell the same schema differently in information_schema; the one
+// normaliser makes them (and the desired SQL) meet. Only MariaDB runs here, so MySQL 8.4's spellings are
+// fed to the inspector as the catalog rows its documentation shows (information_schema COLUMNS.EXTRA
+// DEFAULT_GENERATED, STATISTICS.EXPRESSION and IS_VISIBLE, CHECK_CLAUSE in parentheses, no display
+// widths, utf8mb4_0900_ai_ci), and the result is compared with the desired SQL's model.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Session } from '../../../src/engine/session.ts';
+import { inspectMysql } from '../../../src/engine/mysql/mysql-inspector.ts';
+import { resolveWith, loadDesiredMysql } from '../../../src/engine/mysql/mysql-desired.ts';
+import {
+  defaultExpr,
+  expressionKey,
+  normaliseType,
+  type ServerFacts,
+} from '../../../src/engine/mysql/mysql-normalize.ts';
+import { renderMysql } from '../../../src/engine/mysql/mysql-renderer.ts';
+import { diffModels } from '../../../src/engine/diff.ts';
+import type { Column, SchemaModel } from '../../../src/engine/model.ts';
+
+type Row = Record<string, string | null>;
+
+/** A session answering the inspector's nine queries with fixed catalog rows, matched by the table read. */
+function catalog(rows: Readonly<Record<string, Row[]>>): Session {
+  let n = 0;
+  return {
+    async query(sql) {
+      n++;
+      const key = Object.keys(rows).find((k) => sql.includes(k));
+      return { rows: key === undefined ? [] : (rows[key] ?? []) };
+    },
+    get roundTrips() {
+      return n;
+    },
+    async close() {},
+  };
+}
+
+const MYSQL84: ServerFacts = {
+  database: 'app',
+  version: '8.4.3',
+  mariadb: false,
+  defaultCollation: 'utf8mb4_0900_ai_ci',
+  defaultEngine: 'InnoDB',
+  charsetDefault: {
+    utf8mb4: 'utf8mb4_0900_ai_ci',
+    latin1: 'latin1_swedish_ci',
+    utf8mb3: 'utf8mb3_general_ci',
+  },
+  collationCharset: { utf8mb4_0900_ai_ci: 'utf8mb4', utf8mb4_bin: 'utf8mb4', latin1_swedish_ci: 'latin1' },
+};
+
+const col = (t: string, name: string, type: string, extra: Partial<Row> = {}): Row => ({
+  t,
+  name,
+  type,
+  nullable: 'NO',
+  dflt: null,
+  extra: '',
+  cs: null,
+  coll: null,
+  gen: '',
+  comment: '',
+  ...extra,
+});
+
+/** information_schema as MySQL 8.4 reports the `item` table of DESIRED below. */
+const MYSQL84_ROWS: Record<string, Row[]> = {
+  'DATABASE() AS db': [{ db: 'app', version: '8.4.3', coll: 'utf8mb4_0900_ai_ci', engine: 'InnoDB' }],
+  'information_schema.COLLATIONS': [
+    { c: 'utf8mb4_0900_ai_ci', cs: 'utf8mb4', d: 'Yes' },
+    { c: 'utf8mb4_bin', cs: 'utf8mb4', d: '' },
+    { c: 'latin1_swedish_ci', cs: 'latin1', d: 'Yes' },
+  ],
+  'information_schema.TABLES': [
+    { name: 'item', type: 'BASE TABLE', engine: 'InnoDB', coll: 'utf8mb4_0900_ai_ci', opts: '', comment: '' },
+  ],
+  'information_schema.COLUMNS': [
+    // MySQL 8 drops integer display widths and reports literal defaults unquoted.
+    col('item', 'id', 'bigint unsigned', { extra: 'auto_increment' }),
+    col('item', 'name', 'varchar(100)', { dflt: '', cs: 'utf8mb4', coll: 'utf8mb4_0900_ai_ci' }),
+    col('item', 'code', 'varchar(20)', { cs: 'utf8mb4', coll: 'utf8mb4_bin', nullable: 'YES' }),
+    col('item', 'price', 'decimal(10,2)', { dflt: '0.00', nullable: 'YES' }),
+    col('item', 'flag', 'tinyint(1)', { dflt: '1' }),
+    // Expression defaults are DEFAULT_GENERATED, spelled without parentheses.
+    col('item', 'created', 'datetime(3)', {
+      dflt: 'CURRENT_TIMESTAMP(3)',
+      extra: 'DEFAULT_GENERATED on update CURRENT_TIMESTAMP(3)',
+    }),
+    col('item', 'token', 'varchar(36)', {
+      dflt: 'uuid()',
+      extra: 'DEFAULT_GENERATED',
+      cs: 'utf8mb4',
+      coll: 'utf8mb4_0900_ai_ci',
+    }),
+    col('item', 'doc', 'json', { nullable: 'YES' }),
+    col('item', 'total', 'decimal(12,2)', {
+      nullable: 'YES',
+      extra: 'VIRTUAL GENERATED',
+      gen: '(`price` * 2)',
+    }),
+    col('item', 'secret', 'int', { nullable: 'YES', extra: 'INVISIBLE' }),
+  ],
+  'information_schema.STATISTICS': [
+    {
+      t: 'item',
+      name: 'PRIMARY',
+      non_unique: '0',
+      col: 'id',
+      sub_part: null,
+      dir: 'A',
+      type: 'BTREE',
+      comment: '',
+      invisible: '0',
+      expr: null,
+    },
+    {
+      t: 'item',
+      name: 'uq_code',
+      non_unique: '0',
+      col: 'code',
+      sub_part: null,
+      dir: 'A',
+      type: 'BTREE',
+      comment: '',
+      invisible: '0',
+      expr: null,
+    },
+    // A functional key part: no column, the expression in EXPRESSION; a descending part is 'D'.
+    {
+      t: 'item',
+      name: 'ix_lower',
+      non_unique: '1',
+      col: null,
+      sub_part: null,
+      dir: 'A',
+      type: 'BTREE',
+      comment: '',
+      invisible: '0',
+      expr: 'lower(`name`)',
+    },
+    {
+      t: 'item',
+      name: 'ix_name',
+      non_unique: '1',
+      col: 'name',
+      sub_part: '10',
+      dir: 'D',
+      type: 'BTREE',
+      comment: '',
+      invisible: '1',
+      expr: null,
+    },
+  ],
+  'information_schema.CHECK_CONSTRAINTS': [
+    // MySQL 8 wraps the clause in parentheses and backquotes names.
+    { t: 'item', name: 'ck_price', clause: '(`price` >= 0)' },
+  ],
+};
+
+const DESIRED = `CREATE TABLE item (
+  id BIGINT(20) UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(100) NOT NULL DEFAULT '',
+  code VARCHAR(20) COLLATE utf8mb4_bin,
+  price DECIMAL(10,2) DEFAULT 0,
+  flag BOOLEAN NOT NULL DEFAULT TRUE,
+  created DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  token VARCHAR(36) NOT NULL DEFAULT (uuid()),
+  doc JSON,
+  total DECIMAL(12,2) GENERATED ALWAYS AS (price * 2) VIRTUAL,
+  secret INT,
+  UNIQUE KEY uq_code (code),
+  KEY ix_lower ((lower(name))),
+  KEY ix_name (name(10) DESC),
+  CONSTRAINT ck_price CHECK (price >= 0)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;`;
+
+describe('MySQL 8.4 catalog spellings', () => {
+  it('inspects in a fixed number of queries and meets the desired SQL (but for what the grammar lacks)', async () => {
+    const session = catalog(MYSQL84_ROWS);
+    const live = await inspectMysql(session);
+    assert.equal(session.roundTrips, 9);
+    const desired = resolveWith(await loadDesiredMysql([{ path: 'd.sql', sql: DESIRED }]), MYSQL84);
+    const changes = diffModels({ from: live, to: desired, liveRows: [] });
+    // INVISIBLE columns and invisible indexes are not read by the grammar: the only differences.
+    assert.deepEqual(
+      changes.map((c) => c.kind),
+      ['DropIndex', 'AlterColumnType', 'CreateIndex'],
+      JSON.stringify(changes.map((c) => renderMysql(c))),
+    );
+    const item = live.tables[0];
+    assert.equal(item?.options?.['collation'], 'utf8mb4_0900_ai_ci');
+    const byName = (n: string) => item?.columns.find((c) => c.name === n) as Column;
+    assert.deepEqual(byName('id').type, { name: 'bigint', mods: ' unsigned', array: false });
+    assert.equal(byName('id').identity, 'by default');
+    assert.equal(
+      byName('json' === 'json' ? 'doc' : '').type.name,
+      'json',
+      'MySQL keeps JSON a type of its own',
+    );
+    assert.equal(byName('secret').invisible, true);
+    assert.equal(byName('total').generatedStorage, 'virtual');
+    assert.equal(
+      item?.indexes.find((i) => i.name === 'ix_lower')?.keys[0]?.expression?.text,
+      'lower(`name`)',
+    );
+    assert.equal(item?.indexes.find((i) => i.name === 'ix_name')?.invisible, true);
+  });
+
+  it('spells types the way both servers compare', () => {
+    const same = (a: string, b: string, mariadb = false) =>
+      assert.deepEqual(normaliseType(a, mariadb), normaliseType(b, mariadb), `${a} vs ${b}`);
+    same('int(11)', 'int');
+    same('int(10) unsigned', 'INT UNSIGNED');
+    same('INTEGER', 'int');
+    same('bool', 'tinyint(1)');
+    same('NUMERIC', 'decimal(10,0)');
+    same('decimal(8)', 'decimal(8,0)');
+    same('year(4)', 'year');
+    same('float(30)', 'double');
+    same("enum('a','it''s')", "ENUM('a', 'it\\'s')");
+    same('json', 'longtext', true);
+    assert.notDeepEqual(normaliseType('tinyint(1)', false), normaliseType('tinyint(4)', false));
+    assert.notDeepEqual(normaliseType('json', false), normaliseType('longtext', false));
+  });
+
+  it('keys defaults and expressions by meaning', () => {
+    const type = normaliseType('decimal(6,2)', false);
+    assert.equal(defaultExpr('1', type)?.key, defaultExpr("'1.00'", type)?.key);
+    const ts = normaliseType('timestamp', false);
+    assert.equal(defaultExpr('CURRENT_TIMESTAMP', ts)?.key, defaultExpr('current_timestamp()', ts)?.key);
+    assert.equal(defaultExpr('now()', ts)?.key, defaultExpr('CURRENT_TIMESTAMP', ts)?.key);
+    assert.notEqual(defaultExpr('CURRENT_TIMESTAMP(3)', ts)?.key, defaultExpr('CURRENT_TIMESTAMP', ts)?.key);
+    assert.equal(defaultExpr('NULL', ts), undefined);
+    assert.equal(expressionKey('(`price` >= 0)'), expressionKey('price >= 0'));
+    assert.equal(expressionKey('(`a` > 0) and (`b` < 10)'), expressionKey('a > 0 AND b < 10'));
+    assert.notEqual(expressionKey('a > 0'), expressionKey('a >= 0'));
+  });
+});
+
+describe('MySQL renderer', () => {
+  const model = async (sql: string): Promise<SchemaModel> =>
+    resolveWith(await loadDesiredMysql([{ path: 'd.sql', sql }]), MYSQL84);
+  const plan = async (from: string, to: string) =>
+    // The plan runs a repeated statement once (schema-engine.ts), as here.
+    [
+      ...new Set(
+        diffModels({ from: await model(from), to: await model(to), liveRows: [] }).flatMap(renderMysql),
+      ),
+    ];
+
+  it('restates a changed column whole, quoted, with its attributes', async () => {
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v varchar(10));',
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(20) NOT NULL DEFAULT 'x' COMMENT 'it''s');",
+      ),
+      ["ALTER TABLE `t` MODIFY COLUMN `v` varchar(20) NOT NULL DEFAULT 'x' COMMENT 'it''s'"],
+    );
+  });
+
+  it('builds B-tree indexes online, and names no database', async () => {
+    const sql = await plan(
+      'CREATE TABLE t (id int PRIMARY KEY, v varchar(50), b text);',
+      'CREATE TABLE t (id int PRIMARY KEY, v varchar(50), b text, KEY ix (v(5) DESC), FULLTEXT KEY ft (b));',
+    );
+    assert.deepEqual(sql, [
+      'CREATE FULLTEXT INDEX `ft` ON `t` (`b`)',
+      'CREATE INDEX `ix` ON `t` (`v`(5) DESC) ALGORITHM=INPLACE LOCK=NONE',
+    ]);
+    assert.ok(sql.every((s) => !s.includes('`app`')));
+  });
+
+  it('converts the table for a collation change and drops keys by their kind', async () => {
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE t (id int PRIMARY KEY, p int, CONSTRAINT fk FOREIGN KEY (p) REFERENCES p (id), CONSTRAINT ck CHECK (id > 0)) DEFAULT CHARSET=latin1;',
+        'CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE t (id int PRIMARY KEY, p int, KEY fk (p));',
+      ),
+      [
+        'ALTER TABLE `t` DROP FOREIGN KEY `fk`',
+        'ALTER TABLE `t` DROP CONSTRAINT `ck`',
+        'ALTER TABLE `t` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci',
+      ],
+    );
+  });
+
+  it('creates views with their algorithm, security and check option', async () => {
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY);',
+        'CREATE TABLE t (id int PRIMARY KEY); CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW v AS SELECT id FROM t WITH LOCAL CHECK OPTION;',
+      ),
+      ['CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW `v` AS SELECT id FROM t WITH LOCAL CHECK OPTION'],
+    );
+  });
+});
