@@ -26,6 +26,9 @@ export function validateApproval(subjects: ApprovalSubjects) {
     const spec = approval?.spec;
     const namespace = request.namespace ?? approval?.metadata?.namespace;
     if (spec === undefined || namespace === undefined) return denied('the approval has no spec or namespace');
+    // The API server validates the schema between the webhooks; this check must not depend on that order.
+    if (!wellFormed(spec))
+      return denied('the approval spec needs schemaRef and planRef (name and uid) and planFingerprint');
     if (
       spec.approver?.username === undefined ||
       spec.mutationRequestUID === undefined ||
@@ -112,10 +115,27 @@ function policyRefusal(schema: PtahSchema, plan: PtahSchemaPlan): string | undef
   return undefined;
 }
 
+function wellFormed(spec: unknown): spec is PtahSchemaApproval['spec'] {
+  const ref = (v: unknown) =>
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as { name?: unknown }).name === 'string' &&
+    typeof (v as { uid?: unknown }).uid === 'string';
+  if (typeof spec !== 'object' || spec === null) return false;
+  const s = spec as Record<string, unknown>;
+  const approver = s['approver'];
+  return (
+    ref(s['schemaRef']) &&
+    ref(s['planRef']) &&
+    typeof s['planFingerprint'] === 'string' &&
+    (approver === undefined || (typeof approver === 'object' && approver !== null))
+  );
+}
+
 /** The approver is exactly what mapproval builds from this request's identity: username, uid and groups. */
 function stampedFrom(approver: Approver, user: AdmissionUserInfo): boolean {
   const groups = user.groups ?? [];
-  const recorded = approver.groups ?? [];
+  const recorded: readonly unknown[] = Array.isArray(approver.groups) ? approver.groups : [];
   return (
     approver.username === user.username &&
     (approver.uid ?? '') === (user.uid ?? '') &&
