@@ -1,5 +1,6 @@
 // Shared by the launchers in bin/: run a program's bundle from dist/ when it is at least as new as every
-// source file (so an edited checkout never runs stale code), else the TypeScript sources through tsx.
+// source file and the build script (so an edited checkout never runs stale code), else the TypeScript
+// sources through tsx.
 // An image ships dist/ without src/, and always runs the bundle.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -23,7 +24,8 @@ export function bundleIsCurrent(bundle) {
   const src = join(root, 'src');
   if (!existsSync(src)) return true;
   const built = statSync(stamp).mtimeMs;
-  return newestSource(src) <= built && statSync(join(root, 'package.json')).mtimeMs <= built;
+  const inputs = [join(root, 'package.json'), join(root, 'scripts', 'build.ts')].filter((f) => existsSync(f));
+  return newestSource(src) <= built && inputs.every((f) => statSync(f).mtimeMs <= built);
 }
 
 export async function launch(program, source) {

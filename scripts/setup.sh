@@ -44,6 +44,10 @@ PTAH_K8S_BIN="$(bash "$here/test/env/build-binaries.sh" | tail -1)"
 export PTAH_K8S_BIN
 
 # The compiled programs (dist/, never committed): the manager and operation Pods run these bundles.
-npm run --silent build
+# Rebuilt only when a source file is newer than the last build.
+if ! node --input-type=module -e "import { bundleIsCurrent } from './bin/launch.mjs'; process.exit(['ptah', 'ptah-runner', 'ptah-operator', 'kubectl-ptah'].every((p) => bundleIsCurrent('dist/' + p + '.mjs')) ? 0 : 1)"; then
+  npm run --silent build
+fi
+
 # helm and promtool, from their Go modules, cached beside the control-plane binaries.
 bash "$here/test/env/build-tools.sh" >/dev/null
