@@ -89,11 +89,15 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
      WHERE k.TABLE_SCHEMA = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL
      ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`,
   );
+  // MariaDB names checks per table (two tables may both have ck_amount) and says which table; MySQL 8
+  // names them per database, and its CHECK_CONSTRAINTS has no TABLE_NAME.
+  const sameTable = f.mariadb ? 'AND cc.TABLE_NAME = tc.TABLE_NAME' : '';
   const checks = await q(
     `SELECT tc.TABLE_NAME AS t, cc.CONSTRAINT_NAME AS name, cc.CHECK_CLAUSE AS clause
      FROM information_schema.TABLE_CONSTRAINTS tc
      JOIN information_schema.CHECK_CONSTRAINTS cc
        ON cc.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND cc.CONSTRAINT_NAME = tc.CONSTRAINT_NAME
+      ${sameTable}
      WHERE tc.TABLE_SCHEMA = ? AND tc.CONSTRAINT_TYPE = 'CHECK'
      ORDER BY tc.TABLE_NAME, cc.CONSTRAINT_NAME`,
   );

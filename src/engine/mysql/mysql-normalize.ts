@@ -308,10 +308,20 @@ function textKey(text: string): string {
   return JSON.stringify(['text', text.replace(/[`\s]/g, '').toLowerCase()]);
 }
 
+/** Parsing is the engine's main cost; a schema repeats its defaults and checks, so keys are kept. */
+const EXPRESSION_KEYS = new Map<string, string>();
+const EXPRESSION_KEYS_MAX = 50_000;
+
 export function expressionKey(text: string, schema?: string): string {
+  const id = JSON.stringify([text, schema ?? null]);
+  const known = EXPRESSION_KEYS.get(id);
+  if (known !== undefined) return known;
   const ast = parseExpression(text);
-  if (ast === undefined) return textKey(text);
-  return JSON.stringify(canon(ast, { schema, dropTableQualifiers: true }, []));
+  const key =
+    ast === undefined ? textKey(text) : JSON.stringify(canon(ast, { schema, dropTableQualifiers: true }, []));
+  if (EXPRESSION_KEYS.size >= EXPRESSION_KEYS_MAX) EXPRESSION_KEYS.clear();
+  EXPRESSION_KEYS.set(id, key);
+  return key;
 }
 
 export function expr(text: string, schema?: string): Expr {
