@@ -14,6 +14,7 @@ import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
 import {
   approvalWebhookConfigurations,
+  approvalWebhooksProblem,
   DEFAULT_APPROVAL_WEBHOOK_NAMES,
 } from '../../src/admission/webhook-configurations.ts';
 import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
@@ -215,9 +216,18 @@ describe('helm template', () => {
     const container = deployment.spec!.template.spec!.containers[0]!;
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
     assert.equal(service.spec!.ports![0]!.targetPort, 'webhook');
+    const bind = parseBindAddress(env['PTAH_WEBHOOK_BIND_ADDRESS']!, 'webhook');
+    assert.equal(bind.host, '', 'the webhooks listen on every address of the Pod');
+    assert.equal(container.ports!.find((p) => p.name === 'webhook')!.containerPort, bind.port);
+    // The manager's own gate accepts approvals only while the webhooks are registered as the chart does it.
     assert.equal(
-      String(container.ports!.find((p) => p.name === 'webhook')!.containerPort),
-      env['PTAH_WEBHOOK_PORT'],
+      approvalWebhooksProblem({
+        mutating: [one(objects, 'MutatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating)],
+        validating: [
+          one(objects, 'ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.validating),
+        ],
+      } as unknown as Parameters<typeof approvalWebhooksProblem>[0]),
+      undefined,
     );
 
     const certManager = render('webhook.certManager.enabled=true');
