@@ -154,14 +154,36 @@ export function typeRefFromAst(typeName: AstNode): { type: TypeRef; serial: bool
   };
 }
 
+/**
+ * A name without the qualifier PostgreSQL would resolve anyway: pg_catalog, or the default schema the
+ * unqualified names of the desired state live in. pg_dump qualifies everything (`public.f()`), the catalog's
+ * deparsers only what is outside the search path, so both spellings must meet.
+ */
+function unqualified(parts: string[], ds: string): string[] {
+  return parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === ds) ? parts.slice(1) : parts;
+}
+
+/** The regclass literal of nextval('public.s'): parsed as PostgreSQL reads it, then unqualified the same way. */
+function regclassLiteral(arg: unknown, ds: string): unknown {
+  if (!isRecord(arg) || !isRecord(arg['A_Const']) || typeof arg['A_Const']['v'] !== 'string') return arg;
+  const raw = arg['A_Const']['v'];
+  const parts = (raw.match(/"(?:[^"]|"")*"|[^.]+/g) ?? []).map((p) =>
+    p.startsWith('"') ? p.slice(1, -1).replace(/""/g, '"') : p.toLowerCase(),
+  );
+  const plain = unqualified(parts, ds).map((p) =>
+    /^[a-z_][a-z0-9_$]*$/.test(p) ? p : `"${p.replace(/"/g, '""')}"`,
+  );
+  return { A_Const: { v: plain.join('.') } };
+}
+
 /** Strips positions and rewrites equivalent spellings into one. The result is only ever compared. */
-function canon(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(canon);
+function canon(node: unknown, ds: string): unknown {
+  if (Array.isArray(node)) return node.map((x) => canon(x, ds));
   if (!isRecord(node)) return node;
   if (isRecord(node['TypeCast'])) {
     // The catalog adds casts to constants and columns (`(0)::numeric`, `(name)::text`); the meaning a
     // declaration compares on is the same without them.
-    return canon(node['TypeCast']['arg']);
+    return canon(node['TypeCast']['arg'], ds);
   }
   if (isRecord(node['A_Const'])) {
     const c = node['A_Const'];
@@ -180,14 +202,17 @@ function canon(node: unknown): unknown {
         ? (rexpr['List']['items'] as unknown[])
         : undefined;
     if (kind === 'AEXPR_IN' && list) {
-      return canon({
-        A_Expr: {
-          kind: op === '=' ? 'AEXPR_OP_ANY' : 'AEXPR_OP_ALL',
-          name: e['name'],
-          lexpr: e['lexpr'],
-          rexpr: { A_ArrayExpr: { elements: list } },
+      return canon(
+        {
+          A_Expr: {
+            kind: op === '=' ? 'AEXPR_OP_ANY' : 'AEXPR_OP_ALL',
+            name: e['name'],
+            lexpr: e['lexpr'],
+            rexpr: { A_ArrayExpr: { elements: list } },
+          },
         },
-      });
+        ds,
+      );
     }
     if ((kind === 'AEXPR_BETWEEN' || kind === 'AEXPR_NOT_BETWEEN') && list) {
       const [lo, hi] = list;
@@ -195,15 +220,23 @@ function canon(node: unknown): unknown {
       const cmp = (o: string, r: unknown) => ({
         A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: o } }], lexpr: e['lexpr'], rexpr: r },
       });
-      return canon({
-        BoolExpr: {
-          boolop: not ? 'OR_EXPR' : 'AND_EXPR',
-          args: [cmp(not ? '<' : '>=', lo), cmp(not ? '>' : '<=', hi)],
+      return canon(
+        {
+          BoolExpr: {
+            boolop: not ? 'OR_EXPR' : 'AND_EXPR',
+            args: [cmp(not ? '<' : '>=', lo), cmp(not ? '>' : '<=', hi)],
+          },
         },
-      });
+        ds,
+      );
+    }
+    const opName = names(e['name']);
+    if (opName.length === 2 && unqualified(opName, ds).length === 1) {
+      // OPERATOR(public.~) as pg_dump writes an operator from an extension in the default schema.
+      return canon({ A_Expr: { ...e, name: [{ String: { sval: opName[1] } }] } }, ds);
     }
     if (kind === 'AEXPR_LIKE' || kind === 'AEXPR_ILIKE') {
-      return canon({ A_Expr: { ...e, kind: 'AEXPR_OP' } });
+      return canon({ A_Expr: { ...e, kind: 'AEXPR_OP' } }, ds);
     }
   }
   if (isRecord(node['BoolExpr'])) {
@@ -212,7 +245,7 @@ function canon(node: unknown): unknown {
     const op = b['boolop'];
     const args: unknown[] = [];
     for (const a of (b['args'] as unknown[]) ?? []) {
-      const ca = canon(a);
+      const ca = canon(a, ds);
       if (op !== 'NOT_EXPR' && isRecord(ca) && isRecord(ca['BoolExpr']) && ca['BoolExpr']['boolop'] === op) {
         args.push(...(ca['BoolExpr']['args'] as unknown[]));
       } else args.push(ca);
@@ -222,33 +255,38 @@ function canon(node: unknown): unknown {
   if (isRecord(node['FuncCall'])) {
     const f = node['FuncCall'];
     const fn = names(f['funcname']);
-    const bare = fn[0] === 'pg_catalog' ? fn.slice(1) : fn;
+    const bare = unqualified(fn, ds);
     const out: AstNode = {};
     for (const [k, v] of Object.entries(f)) {
       if (k === 'funcname' || k === 'funcformat' || DROPPED_FIELDS.has(k)) continue;
-      out[k] = canon(v);
+      out[k] = canon(v, ds);
     }
     out['funcname'] = bare.map((s) => s.toLowerCase());
+    const name = bare.length === 1 ? bare[0] : undefined;
+    if ((name === 'nextval' || name === 'currval' || name === 'setval') && Array.isArray(out['args'])) {
+      const [first, ...rest] = out['args'] as unknown[];
+      out['args'] = [regclassLiteral(first, ds), ...rest];
+    }
     return { FuncCall: out };
   }
   const out: AstNode = {};
   for (const key of Object.keys(node).sort()) {
     if (DROPPED_FIELDS.has(key)) continue;
-    out[key] = canon(node[key]);
+    out[key] = canon(node[key], ds);
   }
   return out;
 }
 
-export function canonicalKey(node: unknown): string {
-  return JSON.stringify(canon(node));
+export function canonicalKey(node: unknown, defaultSchema: string = DEFAULT_SCHEMA): string {
+  return JSON.stringify(canon(node, defaultSchema));
 }
 
 export function deparseNode(node: unknown): string {
   return deparseSync(node as never, { pretty: false } as never).trim();
 }
 
-export function exprFromAst(node: unknown): Expr {
-  return { text: deparseNode(node), key: canonicalKey(node) };
+export function exprFromAst(node: unknown, defaultSchema: string = DEFAULT_SCHEMA): Expr {
+  return { text: deparseNode(node), key: canonicalKey(node, defaultSchema) };
 }
 
 /** Every identifier is quoted: `"..."` with inner quotes doubled. */
