@@ -77,12 +77,39 @@ export function approvalWebhooksProblem(registered: {
   readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
   readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
 }): string | undefined {
+  return approvalWebhookGuard(registered).problem;
+}
+
+/**
+ * The check above, and since when the guard has stood: the later creation time of the two configurations
+ * that guard approvals. An approval created before then may have passed no webhook at all, with every
+ * stamped field typed by its author, so it is never accepted.
+ */
+export function approvalWebhookGuard(registered: {
+  readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
+  readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
+}): { readonly problem?: string; readonly since?: Date } {
+  const m = registered.mutating.filter((c) =>
+    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.mapproval)),
+  );
+  const v = registered.validating.filter((c) =>
+    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.vapproval)),
+  );
+  const problem = guardProblem(m.length > 0, v.length > 0);
+  if (problem !== undefined) return { problem };
+  // The earliest guarding configuration of each kind; the guard stands since the later of the two.
+  const earliest = (cs: readonly { metadata?: k8s.V1ObjectMeta }[]) =>
+    Math.min(...cs.map((c) => new Date(c.metadata?.creationTimestamp ?? 0).getTime()));
+  return { since: new Date(Math.max(earliest(m), earliest(v))) };
+}
+
+function guardProblem(mutatingOk: boolean, validatingOk: boolean): string | undefined {
   const missing: string[] = [];
-  if (!registered.mutating.some((c) => (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.mapproval))))
+  if (!mutatingOk)
     missing.push(
       `no MutatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.mapproval}`,
     );
-  if (!registered.validating.some((c) => (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.vapproval))))
+  if (!validatingOk)
     missing.push(
       `no ValidatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.vapproval}`,
     );

@@ -2,6 +2,8 @@
 // mixed-case protected table, an engine the schema engine does not ship. Each refusal runs no SQL.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { DEFAULT_APPROVAL_WEBHOOK_NAMES } from '../../src/admission/webhook-configurations.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
 import { startPostgres, type PostgresServer } from '../env/postgres.ts';
@@ -185,5 +187,107 @@ describe('promises under misuse', { skip }, () => {
       /spec.target.engine is "sqlite"; the schema engine ships postgres, mysql/,
     );
     assert.deepEqual(await schemaJobs(e2e(), 'on-sqlite'), [], 'no Job starts');
+  });
+  it('an approval for a plan its policy will not apply is refused by admission, with the reason', async () => {
+    await declareSchema(e2e(), 'unappliable', {
+      data: { 'schema.sql': 'CREATE TABLE public.legacy (id bigint PRIMARY KEY);\n' },
+      existing: 'CREATE TABLE public.legacy (id bigint PRIMARY KEY, note text)',
+      policy: { apply: 'OnApproval', allowDestructive: false },
+    });
+    const s = await waitForPhase(e2e(), 'unappliable', ['Blocked', 'AwaitingApproval', 'Failed', 'InSync']);
+    if (s.status?.phase !== 'Blocked') await dumpDebug(e2e(), 'unappliable');
+    assert.equal(s.status?.phase, 'Blocked');
+    assert.equal(s.status?.conditions?.find((c) => c.type === 'Ready')?.reason, 'DestructiveChangesDisabled');
+    const plan = s.status?.plan;
+    assert.ok(plan, 'the destructive plan is recorded');
+    const refusal = await createApproval(e2e(), 'unappliable-approval', {
+      schema: { name: 'unappliable', uid: s.metadata.uid! },
+      plan: { name: plan.name, uid: plan.uid },
+      fingerprint: plan.fingerprint,
+    }).then(
+      () => undefined,
+      (error: unknown) => error as { code?: number; body?: unknown },
+    );
+    assert.ok(refusal, 'the approval is not admitted');
+    assert.equal(refusal.code, 403);
+    assert.match(
+      String(refusal.body),
+      /is destructive and PtahSchema unappliable has spec\.policy\.allowDestructive false/,
+    );
+    assert.deepEqual(statementsIn(e2e(), 'unappliable_db', /ALTER TABLE|DROP /i), []);
+  });
+
+  // Last: it removes the approval webhooks for a while and registers them again.
+  it('while the approval webhooks are not registered, no approval is accepted, typed or not', async () => {
+    const reg = e2e().admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+    const mutating = await reg.readMutatingWebhookConfiguration({
+      name: DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating,
+    });
+    const validating = await reg.readValidatingWebhookConfiguration({
+      name: DEFAULT_APPROVAL_WEBHOOK_NAMES.validating,
+    });
+    await declareSchema(e2e(), 'unhooked', {
+      data: { 'schema.sql': 'CREATE TABLE public.orders (id bigint PRIMARY KEY);\n' },
+      policy: { apply: 'OnApproval' },
+    });
+    const waiting = await waitForPhase(e2e(), 'unhooked', ['AwaitingApproval', 'Failed', 'Blocked']);
+    assert.equal(waiting.status?.phase, 'AwaitingApproval');
+    const plan = waiting.status!.plan!;
+    await reg.deleteMutatingWebhookConfiguration({ name: DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating });
+    await reg.deleteValidatingWebhookConfiguration({ name: DEFAULT_APPROVAL_WEBHOOK_NAMES.validating });
+    const fresh = (o: { metadata?: k8s.V1ObjectMeta }) => ({
+      ...o,
+      metadata: { name: o.metadata!.name!, ...(o.metadata?.labels ? { labels: o.metadata.labels } : {}) },
+    });
+    try {
+      // Nothing stamps or checks it now: approver, time and request UID are all what the client typed.
+      await e2e()
+        .approver.makeApiClient(k8s.CustomObjectsApi)
+        .createNamespacedCustomObject({
+          ...at(e2e(), 'ptahschemaapprovals'),
+          body: {
+            apiVersion: `${API_GROUP}/${API_VERSION}`,
+            kind: 'PtahSchemaApproval',
+            metadata: { name: 'unhooked-typed' },
+            spec: {
+              schemaRef: { name: 'unhooked', uid: waiting.metadata.uid! },
+              planRef: { name: plan.name, uid: plan.uid },
+              planFingerprint: plan.fingerprint,
+              approver: { username: 'ceo@example.com' },
+              approvedAt: '2026-01-01T00:00:00Z',
+              mutationRequestUID: 'typed-by-hand',
+            },
+          },
+        });
+      const refused = await eventually('the waiting resource says why approvals are refused', async () => {
+        const s = await getSchema(e2e(), 'unhooked');
+        const c = s.status?.conditions?.find((x) => x.type === 'ApprovalRequired');
+        return c?.reason === 'ApprovalWebhooksMissing' ? { s, c } : undefined;
+      });
+      assert.equal(refused.s.status?.phase, 'AwaitingApproval');
+      assert.match(
+        refused.c.message,
+        /no MutatingWebhookConfiguration sends PtahSchemaApproval CREATE to \/mapproval/,
+      );
+      assert.equal(refused.s.status?.claim, undefined, 'no Apply is claimed');
+      assert.deepEqual(statementsIn(e2e(), 'unhooked_db', /CREATE TABLE/i), []);
+    } finally {
+      await reg.createMutatingWebhookConfiguration({ body: fresh(mutating) });
+      await reg.createValidatingWebhookConfiguration({ body: fresh(validating) });
+    }
+    // Registered again, the condition goes back to waiting for an approval; the typed one stays unused
+    // because it is older than the guard (its stamp is the client's own claim). A label change wakes the
+    // resource: webhook configurations are not watched.
+    await e2e().objects.patchNamespacedCustomObject(
+      { ...at(e2e(), 'ptahschemas'), name: 'unhooked', body: { metadata: { labels: { poke: '1' } } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    const back = await eventually('approvals are read again', async () => {
+      const s = await getSchema(e2e(), 'unhooked');
+      return s.status?.conditions?.find((x) => x.type === 'ApprovalRequired')?.reason === 'AwaitingApproval'
+        ? s
+        : undefined;
+    });
+    assert.equal(back.status?.phase, 'AwaitingApproval');
   });
 });

@@ -1,12 +1,16 @@
 /**
  * Fail closed on approvals: the manager accepts an approval only while the approval webhooks are
- * registered as it serves them, since only they stamp who approved. Read from the API server at most once a
- * TTL; a read that fails (no permission, API down) counts as "not registered".
+ * registered as it serves them, since only they stamp who approved, and only approvals created after the
+ * guard was registered. Read from the API server on every pass (two small cluster-scoped lists); a read
+ * that fails (no permission, API down) counts as "not registered".
  */
 import type * as k8s from '@kubernetes/client-node';
-import { approvalWebhooksProblem } from '../../admission/webhook-configurations.ts';
+import { approvalWebhookGuard } from '../../admission/webhook-configurations.ts';
 
-export type ApprovalGate = () => Promise<string | undefined>;
+/** Either why no approval is accepted, or since when approvals are guarded (older ones are not accepted). */
+export type ApprovalGateState =
+  { readonly ok: false; readonly reason: string } | { readonly ok: true; readonly since: Date };
+export type ApprovalGate = () => Promise<ApprovalGateState>;
 
 export function approvalWebhookGate(
   api: Pick<
@@ -15,24 +19,32 @@ export function approvalWebhookGate(
   >,
   options: { readonly ttlMs?: number; readonly clock?: () => number } = {},
 ): ApprovalGate {
-  const ttlMs = options.ttlMs ?? 10_000;
+  // No cache by default: a webhook removed a moment ago must not let through an approval created since.
+  const ttlMs = options.ttlMs ?? 0;
   const clock = options.clock ?? Date.now;
-  let cached: { at: number; problem: string | undefined } | undefined;
+  let cached: { at: number; state: ApprovalGateState } | undefined;
   return async () => {
     const now = clock();
-    if (cached !== undefined && now - cached.at < ttlMs) return cached.problem;
-    let problem: string | undefined;
+    if (cached !== undefined && now - cached.at < ttlMs) return cached.state;
+    let state: ApprovalGateState;
     try {
       const [mutating, validating] = await Promise.all([
         api.listMutatingWebhookConfiguration(),
         api.listValidatingWebhookConfiguration(),
       ]);
-      problem = approvalWebhooksProblem({ mutating: mutating.items, validating: validating.items });
+      const guard = approvalWebhookGuard({ mutating: mutating.items, validating: validating.items });
+      state =
+        guard.problem === undefined
+          ? { ok: true, since: guard.since ?? new Date(now) }
+          : { ok: false, reason: guard.problem };
     } catch (error) {
       const code = (error as { code?: number }).code;
-      problem = `approvals are not accepted: the webhook configurations cannot be read${code !== undefined ? ` (HTTP ${code})` : ''}; grant the manager get/list on admissionregistration.k8s.io mutating- and validatingwebhookconfigurations`;
+      state = {
+        ok: false,
+        reason: `approvals are not accepted: the webhook configurations cannot be read${code !== undefined ? ` (HTTP ${code})` : ''}; grant the manager get/list on admissionregistration.k8s.io mutating- and validatingwebhookconfigurations`,
+      };
     }
-    cached = { at: now, problem };
-    return problem;
+    cached = { at: now, state };
+    return state;
   };
 }

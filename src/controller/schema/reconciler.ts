@@ -7,6 +7,7 @@
  * and Kubernetes resolves it inside the Pod.
  */
 import { schemaEngineShips } from '../../protocol/dialects.ts';
+import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import {
   PatchStrategy,
   setHeaderOptions,
@@ -56,7 +57,7 @@ export interface SchemaReconcilerDeps {
   readonly log: Logger;
   readonly clock?: () => Date;
   /** Why approvals are not accepted now (the approval webhooks are not registered), or undefined. */
-  readonly approvalGate: () => Promise<string | undefined>;
+  readonly approvalGate: ApprovalGate;
 }
 
 type InputsOf<T> = T extends (input: infer I) => unknown ? I : never;
@@ -82,7 +83,11 @@ export class SchemaReconciler {
 
     const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
     // Fail closed: without the webhooks that stamp the approver, no approval is read at all.
-    const approvalsRefused = await this.deps.approvalGate();
+    const gate = await this.deps.approvalGate();
+    const approvalsRefused = gate.ok ? undefined : gate.reason;
+    // An approval older than the guard may have passed no webhook, its stamp typed by hand: never read.
+    const guarded = (a: PtahSchemaApproval) =>
+      gate.ok && new Date(a.metadata.creationTimestamp ?? 0).getTime() > gate.since.getTime();
     const input: DecideInput = {
       now,
       schema: view,
@@ -99,7 +104,7 @@ export class SchemaReconciler {
       approvals: approvalsRefused
         ? []
         : (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
-            .filter((a) => a.spec.schemaRef.uid === view.uid)
+            .filter((a) => a.spec.schemaRef.uid === view.uid && guarded(a))
             .map(approvalView),
       ...(approvalsRefused !== undefined ? { approvalsRefused } : {}),
     };

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type * as k8s from '@kubernetes/client-node';
 import {
   approvalWebhookConfigurations,
+  approvalWebhookGuard,
   approvalWebhooksProblem,
 } from '../../../src/admission/webhook-configurations.ts';
 import { approvalWebhookGate } from '../../../src/controller/runtime/approval-webhook-gate.ts';
@@ -123,10 +124,31 @@ describe('approvalWebhooksProblem: approvals are trusted only behind both webhoo
       } as never,
       { ttlMs: 1000, clock: () => now },
     );
-    assert.match((await gate()) ?? '', /cannot be read \(HTTP 403\)/);
-    assert.match((await gate()) ?? '', /cannot be read/, 'cached within the TTL');
+    const reason = (st: Awaited<ReturnType<typeof gate>>) => (st.ok ? '' : st.reason);
+    assert.match(reason(await gate()), /cannot be read \(HTTP 403\)/);
+    assert.match(reason(await gate()), /cannot be read/, 'cached within the TTL');
     assert.equal(reads, 1);
     now = 2000;
-    assert.equal(await gate(), undefined);
+    assert.equal((await gate()).ok, true);
+  });
+
+  it('stands since the later of the two guarding configurations was created', () => {
+    const { mutating, validating } = good();
+    const guard = approvalWebhookGuard({
+      mutating: [
+        {
+          ...mutating,
+          metadata: { ...mutating.metadata, creationTimestamp: new Date('2026-01-01T00:00:00Z') },
+        },
+      ],
+      validating: [
+        {
+          ...validating,
+          metadata: { ...validating.metadata, creationTimestamp: new Date('2026-01-02T00:00:00Z') },
+        },
+      ],
+    });
+    assert.equal(guard.problem, undefined);
+    assert.equal(guard.since?.toISOString(), '2026-01-02T00:00:00.000Z');
   });
 });
