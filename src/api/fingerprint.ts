@@ -78,9 +78,14 @@ export function realmLeaseName(digest: Sha256Digest): string {
   return `ptah-t-${base32(Buffer.from(hexOf(digest), 'hex'))}`;
 }
 
-/** `ptah-plan-<24 hex>` from the fingerprint: the same bindings always name the same plan. */
-export function planName(fingerprint: Sha256Digest): string {
-  return `ptah-plan-${hexOf(fingerprint).slice(0, 24)}`;
+/**
+ * `ptah-plan-<24 hex>` from the fingerprint: the same bindings always name the same plan. A plan retired for
+ * good (a chunk failed its read-back) is never published again under its name: `publication` counts those
+ * retirements of the same fingerprint, so the next publication is a new object with new chunks.
+ */
+export function planName(fingerprint: Sha256Digest, publication = 0): string {
+  const named = publication === 0 ? fingerprint : canonicalDigest({ fingerprint, publication });
+  return `ptah-plan-${hexOf(named).slice(0, 24)}`;
 }
 
 export function hexOf(digest: Sha256Digest): string {

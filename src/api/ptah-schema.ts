@@ -344,6 +344,16 @@ export const applied = object({
   completedAt: timestamp('When convergence was proven by a fresh no-change plan.'),
 });
 
+export const retiredPlan = object({
+  name: objectName('A plan retired for good.'),
+  uid: uid('UID of that plan.'),
+  fingerprint: digest('Its fingerprint: a re-plan to the same bindings is published under another name.'),
+  reason: string({ pattern: '^[A-Za-z]+$', maxLength: 64 }),
+});
+export type RetiredPlan = Infer<typeof retiredPlan>;
+/** How many plans retired for good status remembers (the oldest goes first). */
+export const MAX_RETIRED_PLANS = 16;
+
 export const JOURNAL_ENTRY_TYPES = [
   'PlanPublished',
   'ApprovalAccepted',
@@ -389,6 +399,13 @@ export const ptahSchemaStatus = object({
   claim: optional(claim),
   plan: optional(planStatus),
   applied: optional(applied),
+  retiredPlans: optional(
+    array(retiredPlan, {
+      description: 'Plans whose stored bytes failed a read-back; never published or applied again.',
+      maxItems: MAX_RETIRED_PLANS,
+      listType: 'atomic',
+    }),
+  ),
   journal: optional(journal),
   lastReadRequest: optional(string({ maxLength: 80, description: 'The read request last answered.' })),
   lastAttemptTime: optional(timestamp('When an operation last started.')),

@@ -20,6 +20,8 @@ export function buildSchemaPlan(
   schema: Pick<PtahSchema, 'apiVersion' | 'kind' | 'metadata'>,
   inputs: PlanInputs,
   bytes: Uint8Array,
+  /** How many plans of this fingerprint were retired for good before; see `planName`. */
+  publication = 0,
 ): BuiltPlan {
   const uid = schema.metadata.uid;
   if (uid === undefined || uid === '') throw new Error(`PtahSchema ${schema.metadata.name} has no UID`);
@@ -30,7 +32,7 @@ export function buildSchemaPlan(
     planContentDigest: sha256Digest(bytes),
   };
   const fingerprint = schemaPlanFingerprint(binding);
-  const name = planName(fingerprint);
+  const name = planName(fingerprint, publication);
   const pieces = splitPlan(name, bytes);
   const plan: PtahSchemaPlan = {
     apiVersion: GROUP_VERSION,

@@ -15,7 +15,7 @@ import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
 import { policyFingerprint } from '../../api/fingerprint.ts';
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
-import type { ExecutionBinding, JournalEntry } from '../../api/ptah-schema.ts';
+import { MAX_RETIRED_PLANS, type ExecutionBinding, type JournalEntry } from '../../api/ptah-schema.ts';
 import { recordJournalEntry } from '../journal/journal.ts';
 import { readRequest, readRequestPending } from '../../api/read-request.ts';
 import type {
@@ -51,9 +51,14 @@ export interface DecideInput {
   readonly job?: JobObservation;
   /** What its Pod reported, when the Job finished. */
   readonly harvest?: Harvest;
-  /** For a finished Plan with changes: the plan as published and read back, or the refusal to publish it. */
+  /** For a finished Plan with changes: the plan as published and read back. */
   readonly published?: PublishedPlan;
-  /** The stored plan status.plan names, checked chunk by chunk before an Apply is claimed or dispatched. */
+  /** For a finished Plan with changes that was not published: why (a binding the runner did not report). */
+  readonly publishRefused?: { readonly reason: string; readonly message: string };
+  /**
+   * The stored plan status.plan names, checked whenever a decision rests on it: object, chunks, and every
+   * binding recomputed from live inputs.
+   */
   readonly planCheck?: PlanCheck;
   readonly approvals: readonly ApprovalView[];
   /**
@@ -87,7 +92,13 @@ export type PostAction =
       readonly uid: string;
       readonly operationId: string;
     }
-  | { readonly kind: 'staleApprovals'; readonly exceptPlanUID?: string }
+  | {
+      readonly kind: 'staleApprovals';
+      readonly exceptPlanUID?: string;
+      /** The Stale condition's reason and message on every approval this marks. */
+      readonly reason: string;
+      readonly message: string;
+    }
   | { readonly kind: 'releaseLease' }
   | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
 
@@ -295,6 +306,14 @@ function handleIdle(b: Builder, input: DecideInput): void {
   }
   st.observedGeneration = schema.generation;
 
+  // A waiting plan is read back whenever a decision rests on it, not only when someone approves: a plan
+  // that no longer reassembles, or no longer binds what an Apply would run under, is retired at once.
+  if (st.plan !== undefined && input.planCheck !== undefined && !input.planCheck.ok) {
+    retireOnFailedCheck(b, input.planCheck);
+    claimOperation(b, input, 'Observe', {});
+    return;
+  }
+
   const due =
     inputsChanged ||
     st.nextReconciliationTime === undefined ||
@@ -329,14 +348,9 @@ function handleIdle(b: Builder, input: DecideInput): void {
       b.requeueAt(st.nextReconciliationTime);
       return;
     }
-    if (input.planCheck !== undefined && !input.planCheck.ok) {
-      retirePlan(b, 'the stored plan failed its read-back check');
-      b.event(
-        'Warning',
-        input.planCheck.reason,
-        'the stored plan failed its read-back check and was retired',
-      );
-      claimOperation(b, input, 'Observe', {});
+    if (input.planCheck === undefined) {
+      // Never claimed on a plan nobody read back: the I/O layer checks it on every idle pass.
+      b.requeue(0);
       return;
     }
     const approval = decision.kind === 'approved' ? decision.approval : undefined;
@@ -622,7 +636,8 @@ function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSecond
   const approvalOk =
     claim.approvalRef === undefined ||
     input.approvals.some((a) => a.uid === claim.approvalRef!.uid && !a.consumed && !a.stale);
-  const checkOk = input.planCheck === undefined || input.planCheck.ok;
+  const check = input.planCheck;
+  const checkOk = check !== undefined && check.ok;
   const auth = plan !== undefined ? applyAuthorisation(input, plan) : { kind: 'wait' as const };
   if (!stillCurrent || !approvalOk || !checkOk || auth.kind === 'wait' || input.schema.spec.suspend) {
     // Withdrawn before dispatch: nothing ran, nothing is recorded as applied.
@@ -633,7 +648,8 @@ function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSecond
       'ApplyWithdrawn',
       'the apply was withdrawn before dispatch: its plan or approval is no longer current',
     );
-    if (!checkOk || !stillCurrent) retirePlan(b, 'the plan is no longer current');
+    if (check !== undefined && !check.ok && stillCurrent) retireOnFailedCheck(b, check);
+    else if (!stillCurrent) retirePlan(b, 'the plan is no longer current');
     setPhase(b, st.plan !== undefined ? 'AwaitingApproval' : 'Pending');
     b.requeue(0);
     return;
@@ -751,7 +767,14 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     }
     if (input.published === undefined) {
       endChain(b, claim);
-      fail(b, input, 'Plan', 'PublishFailed', 'the plan could not be published');
+      const refused = input.publishRefused;
+      fail(
+        b,
+        input,
+        'Plan',
+        refused?.reason ?? 'PublishFailed',
+        refused?.message ?? 'the plan could not be published',
+      );
       return;
     }
     const published = input.published.plan;
@@ -775,7 +798,12 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     if (!same) {
       b.record({ type: 'PlanPublished', plan: published.name, reason: 'Published' });
       b.event('Normal', 'PlanPublished', `plan ${published.name} published`);
-      b.post.push({ kind: 'staleApprovals', exceptPlanUID: published.uid });
+      b.post.push({
+        kind: 'staleApprovals',
+        exceptPlanUID: published.uid,
+        reason: 'PlanNoLongerCurrent',
+        message: `plan ${published.name} replaced the plan it names`,
+      });
     }
     st.nextReconciliationTime = new Date(input.now.getTime() + schema.spec.intervalMs).toISOString();
     st.lastAttemptTime = claim.startedAt;
@@ -913,7 +941,12 @@ function converged(b: Builder, input: DecideInput, claim: Claim): void {
     b.record({ type: 'Verified', outcome: 'InSync', plan: claim.planRef.name });
     b.event('Normal', 'Converged', `a fresh plan after applying ${claim.planRef.name} has no changes`);
   }
-  if (st.plan !== undefined) b.post.push({ kind: 'staleApprovals' });
+  if (st.plan !== undefined)
+    b.post.push({
+      kind: 'staleApprovals',
+      reason: 'PlanNoLongerCurrent',
+      message: 'the database matches the declaration; the plan it names is not needed',
+    });
   st.plan = undefined;
   setPhase(b, 'InSync');
   st.nextReconciliationTime = new Date(input.now.getTime() + input.schema.spec.intervalMs).toISOString();
@@ -1035,13 +1068,49 @@ function endChain(b: Builder, claim: Claim): void {
   if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
 }
 
-function retirePlan(b: Builder, message: string): void {
+function retirePlan(b: Builder, message: string, reason = 'PlanNoLongerCurrent'): void {
   const st = b.status;
   if (st.plan === undefined) return;
-  b.event('Normal', 'PlanNoLongerCurrent', `plan ${st.plan.name} retired: ${message}`);
+  const text = `plan ${st.plan.name} retired: ${message}`;
   st.plan = undefined;
-  b.post.push({ kind: 'staleApprovals' });
-  b.cond('PlanReady', 'False', 'PlanNoLongerCurrent', message);
+  b.post.push({ kind: 'staleApprovals', reason, message: text });
+  b.cond('PlanReady', 'False', reason, message);
+  b.event(reason === 'PlanTampered' ? 'Warning' : 'Normal', reason, text);
+}
+
+/**
+ * The stored plan failed a read-back: gone (re-plan), tampered (retired for good, so the same bindings are
+ * published again under a new name with new chunks), or superseded by live inputs (the journal says so).
+ * Every approval naming it goes Stale with the reason.
+ */
+function retireOnFailedCheck(b: Builder, check: Exclude<PlanCheck, { ok: true }>): void {
+  const st = b.status;
+  const plan = st.plan;
+  if (plan === undefined) return;
+  switch (check.kind) {
+    case 'gone':
+      return retirePlan(b, check.message);
+    case 'tampered': {
+      const retired = [
+        ...(st.retiredPlans ?? []),
+        { name: plan.name, uid: plan.uid, fingerprint: plan.fingerprint, reason: 'PlanTampered' },
+      ];
+      st.retiredPlans = retired.slice(-MAX_RETIRED_PLANS);
+      const where = check.failing === plan.name ? 'the plan' : `chunk ${check.failing}`;
+      return retirePlan(
+        b,
+        `${where} failed its read-back (${check.reason}); it is never applied, and a new plan is published`,
+        'PlanTampered',
+      );
+    }
+    case 'superseded':
+      b.record({ type: 'Verified', outcome: 'Superseded', plan: plan.name, reason: 'LiveBindingChanged' });
+      return retirePlan(
+        b,
+        `what it binds no longer matches the live inputs (${check.fields.join(', ')})`,
+        'Superseded',
+      );
+  }
 }
 
 const SEVERITIES = ['safe', 'info', 'warning', 'error', 'destructive'] as const;

@@ -109,6 +109,22 @@ export interface PublishedPlan {
   readonly plan: PlanStatus;
 }
 
-/** The stored plan status.plan names, as read back before an Apply is dispatched. */
+/**
+ * The stored plan status.plan names, read back whenever a decision rests on it: its object, every chunk,
+ * and every binding recomputed from live inputs. Each failure retires the plan in its own way.
+ */
 export type PlanCheck =
-  { readonly ok: true } | { readonly ok: false; readonly reason: string; readonly message: string };
+  | { readonly ok: true }
+  /** The plan object is gone, or another object bears its name: re-plan. */
+  | { readonly ok: false; readonly kind: 'gone'; readonly message: string }
+  /** A chunk, or the whole, no longer gives what was published: retired for good. */
+  | {
+      readonly ok: false;
+      readonly kind: 'tampered';
+      /** The chunk that failed, or the plan itself. */
+      readonly failing: string;
+      readonly reason: string;
+      readonly message: string;
+    }
+  /** What the plan binds no longer matches what an Apply would run under now. */
+  | { readonly ok: false; readonly kind: 'superseded'; readonly fields: readonly string[] };

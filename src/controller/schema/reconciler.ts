@@ -27,11 +27,13 @@ import {
   type Resolution,
 } from '../../api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
-import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
-import { buildSchemaPlan } from '../../plan-store/build-plan.ts';
-import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../../plan-store/chunk-config-map.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
+import { buildChunkConfigMap, CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
+import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
@@ -137,7 +139,7 @@ export class SchemaReconciler {
     }
     const plan = view.status.plan;
     if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
-      extra = { ...extra, planCheck: await this.checkPlan(view, plan) };
+      extra = { ...extra, planCheck: await this.checkPlan(view, plan, coordination) };
     }
 
     const decision = decide({ ...input, ...extra });
@@ -293,13 +295,7 @@ export class SchemaReconciler {
           if (a.spec.schemaRef.uid !== view.uid || v.consumed || v.stale) continue;
           if (a.spec.planRef.uid === action.exceptPlanUID || a.spec.planRef.uid === decision.status.plan?.uid)
             continue;
-          await this.markApproval(
-            view.namespace,
-            a.metadata.name,
-            'Stale',
-            'PlanNoLongerCurrent',
-            'the plan it names is not current',
-          );
+          await this.markApproval(view.namespace, a.metadata.name, 'Stale', action.reason, action.message);
         }
         return;
       }
@@ -509,7 +505,7 @@ export class SchemaReconciler {
     view: SchemaView,
     coordination: string,
     harvest: Harvest,
-  ): Promise<{ published?: PublishedPlan }> {
+  ): Promise<Pick<DecideInput, 'published' | 'publishRefused'>> {
     const claim = view.status.claim;
     if (claim?.type !== 'Plan' || harvest.kind !== 'accepted') return {};
     const result = harvest.result;
@@ -519,7 +515,14 @@ export class SchemaReconciler {
     const bytes = Buffer.from(out.bytesBase64, 'base64');
     const res = view.status.resolution;
     if (res === undefined) return {};
-    const built = buildSchemaPlan(obj, planInputs(view, res, coordination, result, this.deps.manager), bytes);
+    const inputs = planInputs(view, res, coordination, result, this.deps.manager);
+    if (!inputs.ok) return { publishRefused: { reason: 'PlanBindingIncomplete', message: inputs.message } };
+    let built = buildSchemaPlan(obj, inputs.value, bytes);
+    // A plan retired for good is never published again under its name, nor are its chunks reused.
+    const retired = (view.status.retiredPlans ?? []).filter(
+      (r) => r.fingerprint === built.plan.spec.fingerprint,
+    );
+    if (retired.length > 0) built = buildSchemaPlan(obj, inputs.value, bytes, retired.length);
     const { ptah, core } = this.deps;
     let plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
     if (plan === undefined) {
@@ -534,7 +537,7 @@ export class SchemaReconciler {
       throw new Error(`plan ${built.plan.metadata.name} exists with another fingerprint`);
     }
     if (plan.status?.publishedChunks?.length !== plan.spec.chunks.length) {
-      const committed = [];
+      const readBack = new Map<string, ConfigMapObject>();
       for (const piece of built.pieces) {
         const body = buildChunkConfigMap(plan, piece);
         try {
@@ -542,12 +545,14 @@ export class SchemaReconciler {
         } catch (error) {
           if (!isConflict(error)) throw error;
         }
-        const spec = plan.spec.chunks[piece.index]!;
-        const back = await readConfigMap(core, view.namespace, spec.name);
-        const check = checkChunk(spec, plan.metadata.uid!, back as ConfigMapObject | undefined);
-        if (!check.ok) throw new Error(`plan chunk ${spec.name} failed its read-back: ${check.reason}`);
-        committed.push({ name: spec.name, uid: back!.metadata!.uid!, index: spec.index });
+        const name = plan.spec.chunks[piece.index]!.name;
+        const back = await readConfigMap(core, view.namespace, name);
+        if (back !== undefined) readBack.set(name, back as ConfigMapObject);
       }
+      const verified = verifyPublication(plan, (name) => readBack.get(name));
+      if (!verified.ok)
+        throw new Error(`plan chunk ${verified.failing} failed its read-back: ${verified.reason}`);
+      const committed = verified.publishedChunks;
       const now = this.clock().toISOString();
       plan = await ptah.replaceStatus<PtahSchemaPlan>('ptahschemaplans', view.namespace, plan.metadata.name, {
         apiVersion: plan.apiVersion,
@@ -558,7 +563,7 @@ export class SchemaReconciler {
           resourceVersion: plan.metadata.resourceVersion,
         },
         status: {
-          publishedChunks: committed,
+          publishedChunks: [...committed],
           conditions: [
             {
               type: 'Ready',
@@ -594,19 +599,18 @@ export class SchemaReconciler {
     return plan?.metadata.uid === ref.uid ? plan.spec.binding.targetIdentityDigest : undefined;
   }
 
-  /** Rebuilds the stored plan from its chunks, exactly as an Apply will, before one is claimed or dispatched. */
-  private async checkPlan(view: SchemaView, status: PlanStatus): Promise<PlanCheck> {
+  /**
+   * Rebuilds the stored plan from its chunks, exactly as an Apply will, and recomputes every binding that is
+   * a live input, whenever a decision rests on the plan (each idle pass that holds one, and before dispatch).
+   */
+  private async checkPlan(view: SchemaView, status: PlanStatus, coordination: string): Promise<PlanCheck> {
     const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, status.name);
     if (
       plan === undefined ||
       plan.metadata.uid !== status.uid ||
       plan.spec.fingerprint !== status.fingerprint
     ) {
-      return {
-        ok: false,
-        reason: 'PlanNoLongerCurrent',
-        message: `plan ${status.name} was deleted or replaced`,
-      };
+      return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
     }
     const chunks = new Map<string, ConfigMapObject>();
     for (const c of plan.spec.chunks) {
@@ -614,7 +618,10 @@ export class SchemaReconciler {
       if (cm !== undefined) chunks.set(c.name, cm as ConfigMapObject);
     }
     const r = reassemblePlan(plan, (name) => chunks.get(name));
-    return r.ok ? { ok: true } : { ok: false, reason: r.reason, message: r.message };
+    if (!r.ok)
+      return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
+    const fields = liveBindingDifferences(plan, liveBinding(view, coordination, this.deps.manager));
+    return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
   }
 }
 
@@ -630,37 +637,24 @@ function executionBinding(manager: ManagerIdentity): ExecutionBinding {
   };
 }
 
-/** Every binding the plan's fingerprint covers that exists at this stage. */
-function planInputs(
+/**
+ * The bindings a plan takes from the manager's own inputs, as they are now. Published plans bind them; a
+ * stored plan is compared with them before it may be applied (`liveBindingDifferences`).
+ */
+function liveBinding(
   view: SchemaView,
-  res: Resolution,
   coordination: string,
-  result: RunnerResult,
   manager: ManagerIdentity,
-) {
-  const out = result.outputs.plan!;
-  const engine = canonicalEngine(view.spec.engine) ?? 'postgres';
-  const fallback = (value: string | undefined, ...parts: string[]) =>
-    value !== undefined && /^sha256:[0-9a-f]{64}$/.test(value) ? value : canonicalDigest(parts);
+): { readonly [K in keyof LiveBinding]: LiveBinding[K] | undefined } {
+  const res = view.status.resolution;
   return {
-    sourceType: 'ConfigMap' as const,
-    configMapUID: res.configMapUID ?? '',
-    contentDigest: res.contentDigest,
+    contractVersion: PLAN_CONTRACT_VERSION,
+    schemaUID: view.uid,
+    sourceType: res?.sourceType,
+    configMapUID: res?.configMapUID,
+    contentDigest: res?.contentDigest,
     coordinationDigest: coordination,
-    targetIdentityDigest: fallback(
-      result.target?.identityDigest,
-      'route',
-      view.namespace,
-      view.spec.urlFrom.name,
-      view.spec.urlFrom.key,
-    ),
-    observedStateFingerprint: fallback(
-      out.observedStateFingerprint,
-      'observed',
-      view.status.drift?.reportDigest ?? '',
-      out.planContentDigest,
-    ),
-    desiredStateFingerprint: fallback(out.desiredStateFingerprint, 'desired', res.contentDigest),
+    targetIdentityDigest: view.status.target?.identityDigest,
     policyFingerprint: policyFingerprint({
       apply: view.spec.policy.apply,
       allowDestructive: view.spec.policy.allowDestructive,
@@ -673,10 +667,62 @@ function planInputs(
     ptahVersion: manager.ptahVersion,
     runnerImage: manager.runnerImage,
     runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
-    dialect: engine,
-    // A plan that does not say whether it is destructive is treated as destructive: the safe reading.
-    destructive: out.destructive ?? true,
-    statementCount: Math.max(1, out.statementCount ?? out.dryRunStatements ?? 1),
+    dialect: canonicalEngine(view.spec.engine),
+  };
+}
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * Every binding the plan's fingerprint covers that exists at this stage. A binding the runner must report
+ * and did not (target identity, observed or desired state) refuses the plan: a made-up digest would bind
+ * nothing.
+ */
+function planInputs(
+  view: SchemaView,
+  res: Resolution,
+  coordination: string,
+  result: RunnerResult,
+  manager: ManagerIdentity,
+): { ok: true; value: PlanInputs } | { ok: false; message: string } {
+  const out = result.outputs.plan!;
+  const reported = {
+    targetIdentityDigest: result.target?.identityDigest,
+    observedStateFingerprint: out.observedStateFingerprint,
+    desiredStateFingerprint: out.desiredStateFingerprint,
+  };
+  const missing = Object.entries(reported)
+    .filter(([, v]) => v === undefined || !DIGEST.test(v))
+    .map(([k]) => k);
+  if (missing.length > 0 || res.configMapUID === undefined) {
+    return {
+      ok: false,
+      message: `the plan was not published: the runner did not report ${[...missing, ...(res.configMapUID === undefined ? ['configMapUID'] : [])].join(', ')}`,
+    };
+  }
+  const live = liveBinding(view, coordination, manager);
+  return {
+    ok: true,
+    value: {
+      sourceType: 'ConfigMap',
+      configMapUID: res.configMapUID,
+      contentDigest: res.contentDigest,
+      coordinationDigest: coordination,
+      targetIdentityDigest: reported.targetIdentityDigest!,
+      observedStateFingerprint: reported.observedStateFingerprint!,
+      desiredStateFingerprint: reported.desiredStateFingerprint!,
+      policyFingerprint: live.policyFingerprint!,
+      managerImage: manager.managerImage,
+      managerRevision: manager.managerRevision,
+      controllerStateVersion: manager.controllerStateVersion,
+      ptahVersion: manager.ptahVersion,
+      runnerImage: manager.runnerImage,
+      runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+      dialect: canonicalEngine(view.spec.engine) ?? 'postgres',
+      // A plan that does not say whether it is destructive is treated as destructive: the safe reading.
+      destructive: out.destructive ?? true,
+      statementCount: Math.max(1, out.statementCount ?? out.dryRunStatements ?? 1),
+    },
   };
 }
 

@@ -758,6 +758,114 @@ describe('schema lifecycle decision', () => {
     assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
   });
 
+  describe('the stored plan, read back whenever a decision rests on it', () => {
+    const stale = (d: Decision) => d.post.filter((a) => a.kind === 'staleApprovals');
+
+    it('a chunk that fails its read-back retires the waiting plan for good, with or without an approval', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const tampered = {
+        ok: false as const,
+        kind: 'tampered' as const,
+        failing: 'ptah-plan-1-000',
+        reason: 'DigestMismatch',
+        message: 'm',
+      };
+      for (const approvals of [[], [approval()]]) {
+        const d = decide(input(s, T0 + 5000, { approvals, planCheck: tampered }));
+        assert.equal(d.status.plan, undefined, 'the plan is retired');
+        assert.notEqual(d.status.claim?.type, 'Apply', 'never applied');
+        assert.equal(d.status.claim?.type, 'Observe', 'a fresh read re-plans');
+        assert.deepEqual(d.status.retiredPlans, [
+          { name: 'ptah-plan-1', uid: 'plan-uid-1', fingerprint: digest('f'), reason: 'PlanTampered' },
+        ]);
+        assert.deepEqual(
+          stale(d).map((a) => a.kind === 'staleApprovals' && a.reason),
+          ['PlanTampered'],
+        );
+        const event = d.events.find((e) => e.reason === 'PlanTampered');
+        assert.equal(event?.type, 'Warning');
+        assert.match(event!.message, /chunk ptah-plan-1-000/);
+      }
+    });
+
+    it('a binding that no longer matches the live inputs supersedes the plan, in the journal', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const d = decide(
+        input(s, T0 + 5000, {
+          approvals: [approval()],
+          planCheck: { ok: false, kind: 'superseded', fields: ['runnerImage'] },
+        }),
+      );
+      assert.equal(d.status.plan, undefined);
+      assert.equal(d.status.claim?.type, 'Observe');
+      assert.equal(d.status.retiredPlans, undefined, 'superseded is not tampered: the name may come back');
+      const entry = d.status.journal?.entries.find((e) => e.type === 'Verified');
+      assert.deepEqual(
+        { outcome: entry?.outcome, plan: entry?.plan },
+        { outcome: 'Superseded', plan: 'ptah-plan-1' },
+      );
+      const marks = stale(d);
+      assert.equal(marks.length, 1);
+      assert.ok(marks[0]!.kind === 'staleApprovals' && marks[0]!.reason === 'Superseded');
+      assert.match(marks[0]!.kind === 'staleApprovals' ? marks[0]!.message : '', /runnerImage/);
+    });
+
+    it('a deleted plan is re-planned at once', () => {
+      const s = toAwaitingApproval({ apply: 'Never' });
+      assert.equal(s.status.phase, 'Blocked');
+      const d = decide(
+        input(s, T0 + 5000, {
+          planCheck: { ok: false, kind: 'gone', message: 'plan ptah-plan-1 was deleted' },
+        }),
+      );
+      assert.equal(d.status.plan, undefined);
+      assert.equal(d.status.claim?.type, 'Observe');
+      assert.ok(d.events.some((e) => e.reason === 'PlanNoLongerCurrent'));
+    });
+
+    it('an approval never claims an Apply on a plan nobody read back', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const d = decide(input(s, T0 + 5000, { approvals: [approval()] }));
+      assert.equal(d.status.claim, undefined);
+    });
+
+    it('a plan tampered with between claim and dispatch is withdrawn and retired for good', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const claimed = decide(input(s, T0 + 5000, { approvals: [approval()], planCheck: { ok: true } }));
+      assert.equal(claimed.status.claim?.type, 'Apply');
+      const d = decide(
+        input(schema(claimed.status, s.spec), T0 + 6000, {
+          approvals: [approval()],
+          planCheck: {
+            ok: false,
+            kind: 'tampered',
+            failing: 'ptah-plan-1',
+            reason: 'PlanDigestMismatch',
+            message: 'm',
+          },
+        }),
+      );
+      assert.equal(d.status.claim, undefined);
+      assert.ok(!d.post.some((a) => a.kind === 'createJob' || a.kind === 'consumeApproval'));
+      assert.equal(d.status.retiredPlans?.[0]?.name, 'ptah-plan-1');
+    });
+
+    it('a plan whose bindings the runner did not report is not published: Failed, no plan', () => {
+      let s = schema(decide(input(schema({}), T0)).status);
+      const d1 = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+      s = schema(d1.status);
+      const d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+        publishRefused: { reason: 'PlanBindingIncomplete', message: 'the runner did not report x' },
+      });
+      assert.equal(d.status.phase, 'Failed');
+      assert.equal(d.status.plan, undefined);
+      assert.equal(
+        d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.reason,
+        'PlanBindingIncomplete',
+      );
+    });
+  });
+
   describe('read requests (operator.ptah.run/read-requested-at)', () => {
     const REQ = '2026-01-01T00:01:00Z';
     const AT = T0 + 60_000;

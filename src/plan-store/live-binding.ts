@@ -1,0 +1,70 @@
+/**
+ * The seed's "the controller recomputes the fingerprint from live inputs before an Apply may run": every
+ * binding of a plan that is an input of the manager (its releases, the resource's UID, source, policy, realm,
+ * the database last read) is rebuilt from what is live now and compared field by field with what the plan
+ * binds. The bindings the plan run itself produced (observed and desired state, content digest, counts) are
+ * checked by the Apply's own reconstruction and from_fingerprint instead.
+ */
+import { schemaPlanFingerprint } from '../api/fingerprint.ts';
+import type { PlanBinding, PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+
+export type LiveBinding = Pick<
+  PlanBinding,
+  | 'contractVersion'
+  | 'schemaUID'
+  | 'sourceType'
+  | 'configMapUID'
+  | 'contentDigest'
+  | 'coordinationDigest'
+  | 'targetIdentityDigest'
+  | 'policyFingerprint'
+  | 'managerImage'
+  | 'managerRevision'
+  | 'controllerStateVersion'
+  | 'ptahVersion'
+  | 'runnerImage'
+  | 'runnerProtocolVersion'
+  | 'dialect'
+>;
+
+/** Every live field, compile-checked: a binding added to LiveBinding must be compared here too. */
+const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
+  contractVersion: true,
+  schemaUID: true,
+  sourceType: true,
+  configMapUID: true,
+  contentDigest: true,
+  coordinationDigest: true,
+  targetIdentityDigest: true,
+  policyFingerprint: true,
+  managerImage: true,
+  managerRevision: true,
+  controllerStateVersion: true,
+  ptahVersion: true,
+  runnerImage: true,
+  runnerProtocolVersion: true,
+  dialect: true,
+};
+
+/**
+ * The names of the bindings that differ between the stored plan and the live inputs (a field the live side
+ * does not know, such as a target never read, differs), plus `fingerprint` when the stored binding no longer
+ * hashes to the plan's own fingerprint. Empty: the plan still describes what an Apply would run under.
+ */
+export function liveBindingDifferences(
+  plan: Pick<PtahSchemaPlan, 'spec'>,
+  live: { readonly [K in keyof LiveBinding]: LiveBinding[K] | undefined },
+): string[] {
+  const binding = plan.spec.binding;
+  const differing: string[] = (Object.keys(LIVE_FIELDS) as (keyof LiveBinding)[]).filter(
+    (field) => live[field] === undefined || binding[field] !== live[field],
+  );
+  let recomputed: string | undefined;
+  try {
+    recomputed = schemaPlanFingerprint(binding);
+  } catch {
+    recomputed = undefined;
+  }
+  if (recomputed !== plan.spec.fingerprint) differing.push('fingerprint');
+  return differing.sort();
+}
