@@ -47,7 +47,7 @@ import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { harvestJob, observeJob } from './harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from './kube.ts';
-import type { Harvest, PlanCheck, PlanStatus, PublishedPlan, SchemaView } from './model.ts';
+import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 
 export interface SchemaReconcilerDeps {
