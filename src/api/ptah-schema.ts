@@ -313,6 +313,11 @@ export const claim = object(
     approvalRef: optional(objectRef('Approval an Apply consumes.')),
     leaseEpoch: optional(string({ maxLength: 64 })),
     leaseDurationSeconds: optional(integer({ minimum: 5, maximum: 86460 })),
+    applyOutcome: optional(
+      enumOf(['Succeeded', 'Unknown'], {
+        description: 'For the proof after an Apply: how that Apply ended, as far as anything could tell.',
+      }),
+    ),
   },
   { description: 'The operation in flight, written before its Job exists.' },
 );

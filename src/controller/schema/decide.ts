@@ -537,6 +537,13 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   const job = input.job ?? { state: 'absent' };
   const leaseSeconds = schema.spec.activeDeadlineSeconds + 60;
 
+  // Checked before anything is read or created: a proof inherits its Apply's hold, so a gap in that hold
+  // between the Apply and the proof (somebody else held the realm) is noticed even before the proof's Job.
+  if (input.leaseContinuityLost === true && needsLease(claim) && claim.leaseEpoch !== undefined) {
+    leaseLost(b, input, claim, job);
+    return;
+  }
+
   if (job.state === 'absent') {
     if (claim.type === 'Apply') {
       if (claim.dispatchStarted) {
@@ -570,22 +577,6 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     // From now on only this object's result counts: a Job recreated under the name is somebody else's.
     claim = { ...claim, jobUID: job.uid };
     st.claim = claim;
-  }
-
-  if (input.leaseContinuityLost === true && needsLease(claim)) {
-    b.event(
-      'Warning',
-      'LeaseContinuityLost',
-      `the realm Lease changed hands while ${claim.jobName} ran; its result is discarded`,
-    );
-    b.post.push(finishJob(claim));
-    if (claim.type === 'Apply') {
-      applyEnded(b, input, claim, 'Unknown');
-      return;
-    }
-    endChain(b, claim);
-    b.requeue(0);
-    return;
   }
 
   if (job.state === 'running') {
@@ -627,6 +618,40 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     return;
   }
   handleResult(b, input, claim, harvest.result);
+}
+
+/**
+ * The realm Lease the claim runs under is not the uninterrupted hold its epoch names: whatever its Job
+ * produced is discarded unread. A dispatched Apply's outcome is then unknown; a proof proves nothing, so
+ * the Apply's outcome stays unknown until a fresh proof under a new hold reads the database.
+ */
+function leaseLost(b: Builder, input: DecideInput, claim: Claim, job: JobObservation): void {
+  b.event(
+    'Warning',
+    'LeaseContinuityLost',
+    `the realm Lease changed hands during ${claim.type.toLowerCase()} ${claim.jobName}; its result is discarded`,
+  );
+  if (job.state !== 'absent') b.post.push(finishJob(claim));
+  if (claim.type === 'Apply') {
+    if (claim.dispatchStarted === true) {
+      applyEnded(b, input, claim, 'Unknown', { freshHold: true });
+      return;
+    }
+    endChain(b, claim);
+    b.requeue(0);
+    return;
+  }
+  if (isProof(claim)) {
+    b.cond('InSync', 'Unknown', 'LeaseContinuityLost', 'the proof after the apply lost its realm Lease');
+    claimOperation(b, input, 'Observe', {
+      ...proofOptions(claim),
+      leaseEpoch: undefined,
+      applyOutcome: 'Unknown',
+    });
+    return;
+  }
+  endChain(b, claim);
+  b.requeue(0);
 }
 
 function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSeconds: number): void {
@@ -729,11 +754,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
       drift.drifted ? 'Drift' : 'NoDrift',
       `${drift.total} findings`,
     );
-    claimOperation(b, input, 'Plan', {
-      ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
-      ...(claim.approvalRef !== undefined ? { approval: claim.approvalRef } : {}),
-      proof: isProof(claim),
-    });
+    claimOperation(b, input, 'Plan', isProof(claim) ? proofOptions(claim) : {});
     return;
   }
 
@@ -779,7 +800,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     }
     const published = input.published.plan;
     endChain(b, claim);
-    if (isProof(claim) && lastApplyOutcome(st) !== 'Unknown') {
+    if (isProof(claim) && applyOutcomeOf(claim, st) !== 'Unknown') {
       // An Apply ran and the database still differs: a process exit is not convergence.
       b.record({ type: 'Verified', outcome: 'DriftRemains', plan: claim.planRef?.name });
       st.plan = undefined;
@@ -901,8 +922,9 @@ function applyFailureMessage(result: RunnerResult): string {
     : 'apply failed';
 }
 
-/** How the last Apply ended, as the journal recorded it when it ended. */
-function lastApplyOutcome(st: SchemaStatus): string | undefined {
+/** How the Apply a proof verifies ended: as its claim carries it, else as the journal recorded it. */
+function applyOutcomeOf(claim: Claim, st: SchemaStatus): string | undefined {
+  if (claim.applyOutcome !== undefined) return claim.applyOutcome;
   return [...(st.journal?.entries ?? [])].reverse().find((e) => e.type === 'ApplyFinished')?.outcome;
 }
 
@@ -911,17 +933,31 @@ function lastApplyOutcome(st: SchemaStatus): string | undefined {
  * trustworthy says), then Observe and Plan run again under the same Lease, owed either way; only a
  * no-change plan says InSync. The Apply itself is never dispatched again.
  */
-function applyEnded(b: Builder, input: DecideInput, claim: Claim, outcome: 'Succeeded' | 'Unknown'): void {
+function applyEnded(
+  b: Builder,
+  input: DecideInput,
+  claim: Claim,
+  outcome: 'Succeeded' | 'Unknown',
+  how: { readonly freshHold?: boolean } = {},
+): void {
   b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
   b.cond('Applying', 'False', 'VerifyingConvergence', 'the apply ended');
-  claimOperation(b, input, 'Observe', proofOptions(claim));
+  // The proof runs under the Apply's own hold: it inherits the epoch, so any gap is seen as a gap. An
+  // Apply whose hold was already lost has none to pass on; its proof takes a new one.
+  const leaseEpoch = how.freshHold === true ? undefined : claim.leaseEpoch;
+  claimOperation(b, input, 'Observe', { ...proofOptions(claim), leaseEpoch, applyOutcome: outcome });
 }
 
-/** The proof of an Apply carries its plan and approval references, never the plan status itself. */
+/**
+ * The proof of an Apply carries its plan and approval references (never the plan status itself), the hold
+ * it runs under and how the Apply ended.
+ */
 function proofOptions(claim: Claim): ClaimOptions {
   return {
     ...(claim.planRef !== undefined ? { planRefOnly: claim.planRef } : {}),
     ...(claim.approvalRef !== undefined ? { approval: claim.approvalRef } : {}),
+    ...(claim.leaseEpoch !== undefined ? { leaseEpoch: claim.leaseEpoch } : {}),
+    ...(claim.applyOutcome !== undefined ? { applyOutcome: claim.applyOutcome } : {}),
     proof: true,
   };
 }
@@ -968,6 +1004,9 @@ interface ClaimOptions {
   readonly planRefOnly?: { readonly name: string; readonly uid: string };
   readonly approval?: { readonly name: string; readonly uid: string };
   readonly proof?: boolean;
+  /** A proof runs under the hold of the Apply it verifies, whose epoch it carries. */
+  readonly leaseEpoch?: string | undefined;
+  readonly applyOutcome?: 'Succeeded' | 'Unknown';
 }
 
 function claimOperation(b: Builder, input: DecideInput, type: OperationType, options: ClaimOptions): void {
@@ -1006,6 +1045,8 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
     },
     input.now,
   );
+  if (options.leaseEpoch !== undefined) st.claim = { ...st.claim, leaseEpoch: options.leaseEpoch };
+  if (options.applyOutcome !== undefined) st.claim = { ...st.claim, applyOutcome: options.applyOutcome };
   st.lastAttemptTime = b.now;
   const proof = options.proof === true;
   const phase: Phase =

@@ -117,7 +117,8 @@ export class SchemaReconciler {
       job = await readJob(this.deps.batch, view.namespace, claim.jobName);
       const observed = observeJob(job);
       extra = { job: observed };
-      if (observed.state !== 'absent' && claim.leaseEpoch !== undefined) {
+      // A claim that recorded a hold (a proof inherits its Apply's) must still own that very hold.
+      if (claim.leaseEpoch !== undefined) {
         const held = await this.deps.leases.current(coordination);
         const ours = realmHolderIdentity(view.uid);
         if (held?.holder !== ours || held.epoch !== claim.leaseEpoch)
@@ -171,6 +172,9 @@ export class SchemaReconciler {
       // epoch knows the hold was interrupted.
       if (status.claim !== undefined && status.claim.leaseEpoch === undefined) {
         status = { ...status, claim: { ...status.claim, leaseEpoch: lease.epoch } };
+      } else if (status.claim?.leaseEpoch !== undefined && status.claim.leaseEpoch !== lease.epoch) {
+        // The hold was lost between reading and acquiring: write nothing; the next pass sees the gap.
+        return { requeueAfterMs: 0 };
       }
     }
     decision = { ...decision, status };

@@ -744,7 +744,7 @@ describe('schema lifecycle decision', () => {
   it('a result produced across a change of the realm Lease epoch is discarded, never read', () => {
     let s = schema(decide(input(schema({}), T0)).status);
     const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
-    s = schema(d.status);
+    s = schema({ ...d.status, claim: { ...d.status.claim!, leaseEpoch: 'epoch-1' } });
     const planClaim = s.status.claim!;
     const lost = decide(
       input(s, T0 + 5000, {
@@ -756,6 +756,67 @@ describe('schema lifecycle decision', () => {
     assert.notEqual(lost.status.phase, 'InSync', 'the no-change answer is not believed');
     assert.equal(lost.status.claim, undefined);
     assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
+  });
+
+  describe('the proof after an Apply runs under the Apply hold', () => {
+    function applied(outcome: 'succeeded' | 'uncertain' = 'succeeded'): Decision {
+      const s = toAwaitingApproval({ apply: 'Always' });
+      let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+      d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+      // The I/O layer records the epoch of the hold the Apply was dispatched under.
+      const dispatched = { ...d.status, claim: { ...d.status.claim!, leaseEpoch: 'epoch-apply' } };
+      return decide(
+        input(schema(dispatched, s.spec), T0 + 6000, {
+          job: finished,
+          harvest: result(dispatched.claim, outcome, {
+            apply: { planContentDigest: digest('p'), mutationStarted: true },
+          }),
+        }),
+      );
+    }
+
+    it('inherits the epoch and the outcome of the Apply, in Observe and in Plan', () => {
+      const d = applied();
+      assert.equal(d.status.claim?.type, 'Observe');
+      assert.equal(d.status.claim?.leaseEpoch, 'epoch-apply');
+      assert.equal(d.status.claim?.applyOutcome, 'Succeeded');
+      const s = schema(d.status);
+      const p = runClaim(s, T0 + 7000, result(s.status.claim!, 'succeeded', { drift }));
+      assert.equal(p.status.claim?.type, 'Plan');
+      assert.equal(p.status.claim?.leaseEpoch, 'epoch-apply');
+    });
+
+    it('a hold lost before the proof ran discards it: unknown outcome, a fresh proof under a new hold', () => {
+      const s = schema(applied().status);
+      const proof = s.status.claim!;
+      for (const job of [undefined, finished]) {
+        const d = decide(
+          input(s, T0 + 7000, {
+            leaseContinuityLost: true,
+            ...(job ? { job, harvest: result(proof, 'succeeded', { drift }) } : {}),
+          }),
+        );
+        assert.ok(!d.post.some((a) => a.kind === 'createJob'), 'the lost proof never runs or counts');
+        assert.notEqual(d.status.claim?.type, 'Plan', 'its reading is not used');
+        assert.equal(d.status.claim?.type, 'Observe');
+        assert.notEqual(d.status.claim?.jobName, proof.jobName);
+        assert.equal(d.status.claim?.leaseEpoch, undefined, 'a new hold, not the lost one');
+        assert.equal(d.status.claim?.applyOutcome, 'Unknown');
+        assert.equal(d.status.phase, 'VerifyingConvergence');
+        assert.equal(d.status.conditions?.find((c) => c.type === 'InSync')?.status, 'Unknown');
+        assert.ok(d.events.some((e) => e.reason === 'LeaseContinuityLost'));
+        assert.ok(!d.status.journal?.entries.some((e) => e.type === 'Verified'));
+        // The fresh proof finding changes: the Apply's outcome was unknown, so it is the next plan.
+        const fresh = schema(d.status);
+        const o = runClaim(fresh, T0 + 8000, result(fresh.status.claim!, 'succeeded', { drift }));
+        const again = schema(o.status);
+        const p = runClaim(again, T0 + 9000, result(again.status.claim!, 'succeeded', { plan: changes }), {
+          published: { plan: publishedPlan(false, '2') },
+        });
+        assert.notEqual(p.status.phase, 'Failed');
+        assert.equal(p.status.plan?.name, 'ptah-plan-2');
+      }
+    });
   });
 
   describe('the stored plan, read back whenever a decision rests on it', () => {
