@@ -13,6 +13,7 @@ import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
+import type { TargetConflict } from '../realm/target-conflict.ts';
 import { policyFingerprint } from '../../api/fingerprint.ts';
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import { MAX_RETIRED_PLANS, type ExecutionBinding, type JournalEntry } from '../../api/ptah-schema.ts';
@@ -41,6 +42,8 @@ export interface DecideInput {
   readonly engine?: 'postgres' | 'mysql';
   /** More than one resource claims this database realm. */
   readonly realmConflict: boolean;
+  /** A resource in another realm reads the same database (by the identity the runner reports). */
+  readonly targetConflict?: TargetConflict;
   readonly coordinationDigest: string;
   /** The manager, engine and runner releases a claimed operation runs under; bound into its identity. */
   readonly executionBinding: ExecutionBinding;
@@ -270,6 +273,10 @@ function handleIdle(b: Builder, input: DecideInput): void {
 
   if (input.realmConflict) {
     block(b, 'Ready', 'RealmConflict', 'another resource claims the same database realm');
+    return;
+  }
+  if (input.targetConflict?.later === true) {
+    blockTargetConflict(b, input.targetConflict);
     return;
   }
 
@@ -654,8 +661,31 @@ function leaseLost(b: Builder, input: DecideInput, claim: Claim, job: JobObserva
   b.requeue(0);
 }
 
+/** Another realm reached the same database first: only one realm may change a database. */
+function blockTargetConflict(b: Builder, conflict: TargetConflict): void {
+  b.status.claim = undefined;
+  block(
+    b,
+    'Ready',
+    'RealmConflict',
+    `PtahSchema ${conflict.other} manages the same database in another realm; only one realm may change it`,
+  );
+}
+
 function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSeconds: number): void {
   const st = b.status;
+  const conflict = input.targetConflict;
+  if (conflict?.later === true) {
+    // Seen before the mutating operation, not at the next idle pass: nothing was dispatched yet.
+    b.post.push({ kind: 'releaseLease' });
+    blockTargetConflict(b, conflict);
+    return;
+  }
+  if (conflict?.otherApplying === true) {
+    // The later resource's Apply runs to its end before this one starts on the same database.
+    b.requeue(5_000);
+    return;
+  }
   const plan = st.plan;
   const stillCurrent = plan !== undefined && claim.planRef !== undefined && plan.uid === claim.planRef.uid;
   const approvalOk =
@@ -748,6 +778,11 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
         : {}),
     };
     b.cond('DatabaseReachable', 'True', 'Observed', 'the database was read');
+    if (!isProof(claim) && input.targetConflict?.later === true) {
+      endChain(b, claim);
+      blockTargetConflict(b, input.targetConflict);
+      return;
+    }
     b.cond(
       'DriftDetected',
       drift.drifted ? 'True' : 'False',

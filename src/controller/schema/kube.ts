@@ -55,6 +55,18 @@ export class PtahObjects {
     return out.items ?? [];
   }
 
+  /** Every object of a kind in every namespace the manager may read. */
+  async listAll<T>(plural: Plural): Promise<T[]> {
+    const out = (await this.api.listClusterCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural,
+    })) as {
+      items?: T[];
+    };
+    return out.items ?? [];
+  }
+
   async create<T>(plural: Plural, namespace: string, body: object): Promise<T> {
     return (await this.api.createNamespacedCustomObject({
       group: API_GROUP,

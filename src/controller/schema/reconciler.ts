@@ -37,6 +37,7 @@ import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
+import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import {
   buildSourceSnapshot,
@@ -137,6 +138,16 @@ export class SchemaReconciler {
           if (applied !== undefined) extra = { ...extra, appliedPlanTargetIdentity: applied };
         }
       }
+    }
+    // The database this resource reads, as the runner reported it (a finished Observe reports it first).
+    const reportedIdentity =
+      extra.harvest?.kind === 'accepted' && claim?.type === 'Observe'
+        ? extra.harvest.result.target?.identityDigest
+        : undefined;
+    const identity = reportedIdentity ?? view.status.target?.identityDigest;
+    if (engine !== undefined && !view.deleting && identity !== undefined) {
+      const conflict = await this.targetConflict(obj, coordination, identity);
+      if (conflict !== undefined) extra = { ...extra, targetConflict: conflict };
     }
     const plan = view.status.plan;
     if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
@@ -501,6 +512,37 @@ export class SchemaReconciler {
       );
     });
     return claimants.length > 1;
+  }
+
+  /** Another resource, in any namespace, in another realm over the same database. */
+  private async targetConflict(
+    obj: PtahSchema,
+    coordination: string,
+    identity: string,
+  ): Promise<TargetConflict | undefined> {
+    const all = await this.deps.ptah.listAll<PtahSchema>('ptahschemas');
+    const claimant = (s: PtahSchema): TargetClaimant => {
+      const e = canonicalEngine(s.spec.target.engine);
+      const ns = s.metadata.namespace ?? '';
+      const c = s.status?.claim;
+      return {
+        namespace: ns,
+        name: s.metadata.name ?? '',
+        uid: s.metadata.uid ?? '',
+        createdAt: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp).toISOString() : '',
+        coordinationDigest: e
+          ? realmDigest({ engine: e, namespace: ns, coordinationKey: s.spec.target.coordinationKey })
+          : '',
+        identityDigest: s.status?.target?.identityDigest,
+        active: s.metadata.deletionTimestamp === undefined && s.spec.suspend !== true,
+        applying: c?.type === 'Apply' && c.dispatchStarted === true,
+      };
+    };
+    return targetConflict(
+      { ...claimant(obj), coordinationDigest: coordination },
+      identity,
+      all.map(claimant),
+    );
   }
 
   /** Publishes a finished Plan's changed bytes: plan object, chunks, read-back, then the committed UIDs. */

@@ -758,6 +758,52 @@ describe('schema lifecycle decision', () => {
     assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
   });
 
+  describe('another realm on the same database', () => {
+    const later = { other: 'other-ns/first', later: true, otherApplying: false };
+
+    it('blocks the later resource when it is idle, naming the other', () => {
+      const d = decide(input(schema({}), T0, { targetConflict: later }));
+      assert.equal(d.status.phase, 'Blocked');
+      const ready = d.status.conditions?.find((c) => c.type === 'Ready');
+      assert.equal(ready?.reason, 'RealmConflict');
+      assert.match(ready!.message, /other-ns\/first/);
+      assert.equal(d.status.claim, undefined);
+    });
+
+    it('blocks it when its first read reports the database, before any Plan', () => {
+      const s = schema(decide(input(schema({}), T0)).status);
+      const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }), { targetConflict: later });
+      assert.equal(d.status.phase, 'Blocked');
+      assert.notEqual(d.status.claim?.type, 'Plan');
+    });
+
+    it('a resource already waiting sees it before its Apply is dispatched', () => {
+      const s = toAwaitingApproval({ apply: 'Always' });
+      const claimed = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+      assert.equal(claimed.status.claim?.type, 'Apply');
+      const d = decide(
+        input(schema(claimed.status, s.spec), T0 + 5000, { planCheck: { ok: true }, targetConflict: later }),
+      );
+      assert.equal(d.status.phase, 'Blocked');
+      assert.ok(!d.post.some((a) => a.kind === 'createJob'));
+      assert.notEqual(d.status.claim?.dispatchStarted, true);
+    });
+
+    it('the earlier resource waits for the later one to finish its Apply before dispatching its own', () => {
+      const s = toAwaitingApproval({ apply: 'Always' });
+      const claimed = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+      const d = decide(
+        input(schema(claimed.status, s.spec), T0 + 5000, {
+          planCheck: { ok: true },
+          targetConflict: { other: 'ns/late', later: false, otherApplying: true },
+        }),
+      );
+      assert.ok(!d.post.some((a) => a.kind === 'createJob'));
+      assert.equal(d.status.claim?.type, 'Apply');
+      assert.ok(d.requeueAfterMs !== undefined && d.requeueAfterMs > 0);
+    });
+  });
+
   describe('the proof after an Apply runs under the Apply hold', () => {
     function applied(outcome: 'succeeded' | 'uncertain' = 'succeeded'): Decision {
       const s = toAwaitingApproval({ apply: 'Always' });
