@@ -102,3 +102,9 @@ export function controllerOwnerReference(owner: {
     blockOwnerDeletion: true,
   };
 }
+
+/**
+ * Held on a PtahSchema while anything it started may still run: deletion waits for a dispatched Apply to end
+ * (its Lease held, its outcome journaled) before garbage collection may take the Job.
+ */
+export const SCHEMA_FINALIZER = `${API_GROUP}/apply-guard`;

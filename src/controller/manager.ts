@@ -100,7 +100,7 @@ export class Manager {
           concurrency: this.options.workers ?? 2,
           handle: async (key) => {
             const started = Date.now();
-            const result = await reconciler.reconcile(parseKey(key)).catch((error: unknown) => {
+            const result = await reconciler.reconcile(parseKey(key), leadership).catch((error: unknown) => {
               metrics?.reconciled('PtahSchema', 'error', (Date.now() - started) / 1000);
               throw error;
             });

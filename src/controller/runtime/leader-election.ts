@@ -84,6 +84,20 @@ export class LeaderElector {
     const leadership = new AbortController();
     const onStop = (): void => leadership.abort(new Error('shutting down'));
     signal.addEventListener('abort', onStop, { once: true });
+    // Another replica may take the Lease once it expires; this one stops acting a margin before that, at the
+    // renew deadline, whether or not a renewal attempt has come back by then (client-go's RenewDeadline).
+    const renewDeadlineMs = Math.floor((this.duration * 1000 * 2) / 3);
+    let deadline: NodeJS.Timeout | undefined;
+    const armDeadline = (): void => {
+      clearTimeout(deadline);
+      deadline = setTimeout(
+        () => leadership.abort(new Error('leadership lost: the Lease was not renewed before its deadline')),
+        renewDeadlineMs,
+      );
+      deadline.unref();
+    };
+    armDeadline();
+    leadership.signal.addEventListener('abort', () => clearTimeout(deadline), { once: true });
     const renewing = (async () => {
       let lastRenew = Date.now();
       while (!leadership.signal.aborted) {
@@ -92,6 +106,7 @@ export class LeaderElector {
         try {
           if (await this.tryAcquireOrRenew()) {
             lastRenew = Date.now();
+            armDeadline();
             continue;
           }
           leadership.abort(new Error('leadership lost: another holder took the Lease'));

@@ -83,7 +83,10 @@ export interface DecideInput {
   readonly appliedPlanTargetIdentity?: string;
 }
 
-export type PreAction = { readonly kind: 'acquireLease'; readonly durationSeconds: number };
+export type PreAction =
+  | { readonly kind: 'acquireLease'; readonly durationSeconds: number }
+  /** Put the deletion guard on the resource; nothing else happens in that pass. */
+  | { readonly kind: 'addFinalizer' };
 
 export type PostAction =
   | { readonly kind: 'createJob'; readonly claim: Claim }
@@ -103,6 +106,8 @@ export type PostAction =
       readonly message: string;
     }
   | { readonly kind: 'releaseLease' }
+  /** The last write for a deleted resource: nothing it started is still running. */
+  | { readonly kind: 'removeFinalizer' }
   | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
 
 export interface EventSpec {
@@ -211,9 +216,18 @@ export function decide(input: DecideInput): Decision {
   const { schema } = input;
   const b = new Builder(input, schema.status);
   if (schema.deleting) {
-    // Deleting a resource never runs SQL: no Job is started, the Lease is let go, owned objects are collected.
-    b.post.push({ kind: 'releaseLease' });
-    return { status: schema.status, pre: [], post: b.post, events: [] };
+    handleDeletion(b, input);
+    return b.build();
+  }
+  if (!schema.hasFinalizer) {
+    // Before anything can run: a resource deleted during its Apply must wait for that Apply to end.
+    return {
+      status: schema.status,
+      pre: [{ kind: 'addFinalizer' }],
+      post: [],
+      events: [],
+      requeueAfterMs: 0,
+    };
   }
   const claim = schema.status.claim;
   if (claim !== undefined) {
@@ -411,6 +425,67 @@ function approvalGateCondition(b: Builder, input: DecideInput, planName: string)
       `approve plan ${planName} with a PtahSchemaApproval`,
     );
   }
+}
+
+/**
+ * Deleting never runs SQL and never abandons an Apply: a dispatched Apply keeps its realm Lease until its
+ * Job is terminal, its outcome goes to the journal and an Event, and only then is the guard removed (and
+ * garbage collection takes the owned Jobs, snapshots and plans). Anything read-only simply stops.
+ */
+function handleDeletion(b: Builder, input: DecideInput): void {
+  const st = b.status;
+  const claim = st.claim;
+  const job = input.job ?? { state: 'absent' as const };
+  if (claim?.type === 'Apply' && claim.dispatchStarted === true && isClaimedJob(claim, job)) {
+    const harvest = input.harvest;
+    const waiting =
+      job.state === 'running' ||
+      (job.state === 'finished' &&
+        (harvest === undefined || harvest.kind === 'unavailable') &&
+        input.now.getTime() - Date.parse(job.finishedAt ?? input.now.toISOString()) < LOG_GRACE_MS);
+    if (waiting && input.leaseContinuityLost !== true) {
+      b.pre.push({ kind: 'acquireLease', durationSeconds: input.schema.spec.activeDeadlineSeconds + 60 });
+      b.cond('Ready', 'False', 'Deleting', `deletion waits for apply ${claim.jobName} to end`);
+      b.requeue(JOB_POLL_MS);
+      return;
+    }
+    const result =
+      harvest?.kind === 'accepted' && input.leaseContinuityLost !== true ? harvest.result : undefined;
+    const outcome =
+      result?.outcome === 'succeeded'
+        ? 'Succeeded'
+        : result?.outcome === 'failed' || result?.outcome === 'refused'
+          ? 'Failed'
+          : 'Unknown';
+    if (outcome === 'Failed')
+      b.record({ type: 'OperationFailed', operation: 'Apply', reason: errorReason(result!, 'ApplyFailed') });
+    else b.record({ type: 'ApplyFinished', outcome, plan: claim.planRef?.name, startedAt: claim.startedAt });
+    b.event(
+      outcome === 'Succeeded' ? 'Normal' : 'Warning',
+      outcome === 'Succeeded'
+        ? 'ApplyFinished'
+        : outcome === 'Failed'
+          ? 'ApplyFailed'
+          : 'ApplyOutcomeUnknown',
+      `apply ${claim.jobName} ended while the resource was deleted: ${outcome.toLowerCase()}; nothing more runs`,
+    );
+  } else if (claim?.type === 'Apply' && claim.dispatchStarted === true) {
+    b.record({
+      type: 'ApplyFinished',
+      outcome: 'Unknown',
+      plan: claim.planRef?.name,
+      startedAt: claim.startedAt,
+    });
+    b.event(
+      'Warning',
+      'ApplyOutcomeUnknown',
+      `the Job of apply ${claim.jobName} is missing; nothing more runs`,
+    );
+  }
+  if (claim !== undefined) b.post.push(finishJob(claim));
+  st.claim = undefined;
+  b.post.push({ kind: 'releaseLease' });
+  b.post.push({ kind: 'removeFinalizer' });
 }
 
 /** The phases a read request moves the next read of; anything else answers it when its own read starts. */

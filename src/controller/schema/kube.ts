@@ -11,6 +11,7 @@ import type {
   V1Job,
   V1Pod,
 } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '../../api/meta.ts';
 
 export function httpCode(error: unknown): number | undefined {
@@ -75,6 +76,22 @@ export class PtahObjects {
       namespace,
       body,
     })) as T;
+  }
+
+  /**
+   * Merge-patches metadata only (the deletion guard), with the resourceVersion read: a stale writer gets a
+   * conflict rather than undoing somebody else's change to the list.
+   */
+  async patchMetadata(
+    plural: Plural,
+    namespace: string,
+    name: string,
+    metadata: { readonly resourceVersion?: string | undefined; readonly finalizers: readonly string[] },
+  ): Promise<void> {
+    await this.api.patchNamespacedCustomObject(
+      { group: API_GROUP, version: API_VERSION, plural, namespace, name, body: { metadata } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
   }
 
   /** Replaces status with the resourceVersion the object carries: a stale writer gets a conflict. */

@@ -63,6 +63,8 @@ export interface SchemaView {
   readonly uid: string;
   readonly generation: number;
   readonly deleting: boolean;
+  /** The deletion guard (finalizer) is on the resource. */
+  readonly hasFinalizer: boolean;
   readonly spec: SchemaSpecView;
   readonly status: SchemaStatus;
 }

@@ -19,7 +19,7 @@ import {
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
-import { LABELS, READ_REQUESTED_ANNOTATION } from '../../api/meta.ts';
+import { LABELS, READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
 import {
   canonicalEngine,
   type ExecutionBinding,
@@ -63,6 +63,9 @@ export interface SchemaReconcilerDeps {
   readonly approvalGate: ApprovalGate;
 }
 
+/** Throws when this replica may no longer write (leadership lost); called before every write. */
+type WriteGuard = () => void;
+
 type InputsOf<T> = T extends (input: infer I) => unknown ? I : never;
 type DecideInput = InputsOf<typeof decide>;
 
@@ -73,8 +76,13 @@ export class SchemaReconciler {
     this.clock = deps.clock ?? (() => new Date());
   }
 
-  async reconcile(key: ObjectKey): Promise<ReconcileResult> {
+  /**
+   * `leadership` aborts when this replica stops being the leader: every write checks it first, so a deposed
+   * leader stops writing at once instead of finishing a pass decided under an authority it no longer has.
+   */
+  async reconcile(key: ObjectKey, leadership?: AbortSignal): Promise<ReconcileResult> {
     const { ptah, log } = this.deps;
+    const guard: WriteGuard = () => leadership?.throwIfAborted();
     const obj = await ptah.get<PtahSchema>('ptahschemas', key.namespace, key.name);
     if (obj === undefined) return {};
     const view = schemaView(obj);
@@ -103,7 +111,7 @@ export class SchemaReconciler {
       executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
-        : await this.resolve(obj, view, now),
+        : await this.resolve(obj, view, now, guard),
       approvals: approvalsRefused
         ? []
         : (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
@@ -132,7 +140,11 @@ export class SchemaReconciler {
         isClaimedJob(claim, observed)
       ) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
-        extra = { ...extra, harvest, ...(await this.publishIfNeeded(obj, view, coordination, harvest)) };
+        extra = {
+          ...extra,
+          harvest,
+          ...(await this.publishIfNeeded(obj, view, coordination, harvest, guard)),
+        };
         if (claim.type !== 'Apply' && claim.planRef !== undefined) {
           const applied = await this.appliedPlanTarget(view, claim.planRef);
           if (applied !== undefined) extra = { ...extra, appliedPlanTargetIdentity: applied };
@@ -155,7 +167,7 @@ export class SchemaReconciler {
     }
 
     const decision = decide({ ...input, ...extra });
-    return this.perform(obj, view, coordination, decision, log);
+    return this.perform(obj, view, coordination, decision, log, guard);
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -166,11 +178,20 @@ export class SchemaReconciler {
     coordination: string,
     decided: Decision,
     log: Logger,
+    guard: WriteGuard,
   ): Promise<ReconcileResult> {
     let decision = decided;
     const holder = realmHolderIdentity(view.uid);
     let status = decision.status;
     for (const pre of decision.pre) {
+      guard();
+      if (pre.kind === 'addFinalizer') {
+        await this.deps.ptah.patchMetadata('ptahschemas', view.namespace, view.name, {
+          resourceVersion: obj.metadata.resourceVersion,
+          finalizers: [...(obj.metadata.finalizers ?? []), SCHEMA_FINALIZER],
+        });
+        continue;
+      }
       const lease = await this.deps.leases.acquire(coordination, holder, pre.durationSeconds);
       if (!lease.held) {
         log.info(
@@ -191,7 +212,8 @@ export class SchemaReconciler {
     decision = { ...decision, status };
     const before = canonicalDigest(JSON.parse(JSON.stringify(view.status)) as never);
     const after = canonicalDigest(JSON.parse(JSON.stringify(decision.status)) as never);
-    if (before !== after && !view.deleting) {
+    if (before !== after) {
+      guard();
       try {
         await this.deps.ptah.replaceStatus('ptahschemas', view.namespace, view.name, {
           apiVersion: obj.apiVersion,
@@ -206,6 +228,8 @@ export class SchemaReconciler {
       } catch (error) {
         // Somebody wrote first: nothing after the status write may run on a decision from old inputs.
         if (isConflict(error)) return { requeueAfterMs: 0 };
+        // A deleted resource without the guard is gone already: nothing is left to record.
+        if (view.deleting && (error as { code?: number }).code === 404) return {};
         throw error;
       }
       if (decision.status.phase !== view.status.phase) {
@@ -220,8 +244,14 @@ export class SchemaReconciler {
         );
       }
     }
-    for (const action of decision.post) await this.post(obj, view, decision, action, coordination, holder);
-    for (const event of decision.events) await this.event(obj, event);
+    for (const action of decision.post) {
+      guard();
+      await this.post(obj, view, decision, action, coordination, holder);
+    }
+    for (const event of decision.events) {
+      guard();
+      await this.event(obj, event);
+    }
     return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
   }
 
@@ -317,6 +347,17 @@ export class SchemaReconciler {
       case 'releaseLease':
         await this.deps.leases.release(coordination, holder);
         return;
+      case 'removeFinalizer': {
+        const current = await ptah.get<PtahSchema>('ptahschemas', view.namespace, view.name);
+        const finalizers = current?.metadata.finalizers ?? [];
+        if (current === undefined || !finalizers.includes(SCHEMA_FINALIZER)) return;
+        await ptah.patchMetadata('ptahschemas', view.namespace, view.name, {
+          resourceVersion: current.metadata.resourceVersion,
+          finalizers: finalizers.filter((f) => f !== SCHEMA_FINALIZER),
+        });
+        log.info({ schema: view.name, namespace: view.namespace }, 'deletion guard removed');
+        return;
+      }
       case 'collectSnapshots': {
         const inUse = new Set(action.keep);
         const claim = decision.status.claim;
@@ -439,6 +480,7 @@ export class SchemaReconciler {
     obj: PtahSchema,
     view: SchemaView,
     now: Date,
+    guard: WriteGuard,
   ): Promise<{ ok: true; value: Resolution } | { ok: false; reason: string; message: string }> {
     const source = obj.spec.desired.configMap;
     if (source === undefined)
@@ -460,6 +502,7 @@ export class SchemaReconciler {
     }
     const existing = await readConfigMap(this.deps.core, view.namespace, snapshot.configMap.metadata.name);
     if (existing === undefined) {
+      guard();
       try {
         await this.deps.core.createNamespacedConfigMap({
           namespace: view.namespace,
@@ -551,6 +594,7 @@ export class SchemaReconciler {
     view: SchemaView,
     coordination: string,
     harvest: Harvest,
+    guard: WriteGuard,
   ): Promise<Pick<DecideInput, 'published' | 'publishRefused'>> {
     const claim = view.status.claim;
     if (claim?.type !== 'Plan' || harvest.kind !== 'accepted') return {};
@@ -572,6 +616,7 @@ export class SchemaReconciler {
     const { ptah, core } = this.deps;
     let plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
     if (plan === undefined) {
+      guard();
       try {
         plan = await ptah.create<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan);
       } catch (error) {
@@ -586,6 +631,7 @@ export class SchemaReconciler {
       const readBack = new Map<string, ConfigMapObject>();
       for (const piece of built.pieces) {
         const body = buildChunkConfigMap(plan, piece);
+        guard();
         try {
           await core.createNamespacedConfigMap({ namespace: view.namespace, body: body as V1ConfigMap });
         } catch (error) {
@@ -600,6 +646,7 @@ export class SchemaReconciler {
         throw new Error(`plan chunk ${verified.failing} failed its read-back: ${verified.reason}`);
       const committed = verified.publishedChunks;
       const now = this.clock().toISOString();
+      guard();
       plan = await ptah.replaceStatus<PtahSchemaPlan>('ptahschemaplans', view.namespace, plan.metadata.name, {
         apiVersion: plan.apiVersion,
         kind: plan.kind,

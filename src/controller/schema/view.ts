@@ -3,6 +3,7 @@
  * milliseconds, approvals reduced to what exactness is judged on.
  */
 import { parseDuration } from '../../api/duration.ts';
+import { SCHEMA_FINALIZER } from '../../api/meta.ts';
 import { ptahSchemaSpec, type PtahSchema } from '../../api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import { withDefaults } from '../../api/schema-dsl.ts';
@@ -17,6 +18,7 @@ export function schemaView(obj: PtahSchema): SchemaView {
     uid: obj.metadata.uid ?? '',
     generation: obj.metadata.generation ?? 0,
     deleting: obj.metadata.deletionTimestamp !== undefined,
+    hasFinalizer: (obj.metadata.finalizers ?? []).includes(SCHEMA_FINALIZER),
     spec: {
       engine: spec.target.engine,
       coordinationKey: spec.target.coordinationKey,

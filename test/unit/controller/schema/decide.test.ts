@@ -36,7 +36,16 @@ function spec(
 }
 
 function schema(status: SchemaStatus, s: SchemaSpecView = spec(), generation = 1): SchemaView {
-  return { namespace: 'ns', name: 'orders', uid: 'uid-1', generation, deleting: false, spec: s, status };
+  return {
+    namespace: 'ns',
+    name: 'orders',
+    uid: 'uid-1',
+    generation,
+    deleting: false,
+    hasFinalizer: true,
+    spec: s,
+    status,
+  };
 }
 
 const resolution = (c = 'a', cmUid = 'cm-1') => ({
@@ -756,6 +765,62 @@ describe('schema lifecycle decision', () => {
     assert.notEqual(lost.status.phase, 'InSync', 'the no-change answer is not believed');
     assert.equal(lost.status.claim, undefined);
     assert.ok(lost.events.some((e) => e.reason === 'LeaseContinuityLost'));
+  });
+
+  describe('deletion', () => {
+    function dispatched(): SchemaView {
+      const s = toAwaitingApproval({ apply: 'Always' });
+      let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+      d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+      assert.equal(d.status.claim?.dispatchStarted, true);
+      return { ...schema(d.status, s.spec), deleting: true };
+    }
+    const kinds = (d: Decision) => [...d.pre.map((a) => a.kind), ...d.post.map((a) => a.kind)];
+
+    it('puts the deletion guard on first, before anything can run', () => {
+      const d = decide(input({ ...schema({}), hasFinalizer: false }, T0));
+      assert.deepEqual(kinds(d), ['addFinalizer']);
+      assert.equal(d.status.claim, undefined);
+    });
+
+    it('waits for a dispatched Apply, holding its Lease, and keeps the guard meanwhile', () => {
+      const s = dispatched();
+      const d = decide(input(s, T0 + 6000, { job: { state: 'running', uid: 'job-uid' } }));
+      assert.deepEqual(kinds(d), ['acquireLease']);
+      assert.ok(d.requeueAfterMs !== undefined);
+    });
+
+    it('journals how the Apply ended, then lets go: no proof, no SQL, the guard removed last', () => {
+      const s = dispatched();
+      const d = decide(
+        input(s, T0 + 7000, {
+          job: finished,
+          harvest: result(s.status.claim!, 'succeeded', {
+            apply: { planContentDigest: digest('p'), mutationStarted: true },
+          }),
+        }),
+      );
+      assert.equal(d.status.claim, undefined, 'no proof is claimed');
+      assert.ok(!d.post.some((a) => a.kind === 'createJob'));
+      assert.equal(kinds(d).at(-1), 'removeFinalizer');
+      assert.ok(kinds(d).includes('releaseLease'));
+      const entry = d.status.journal?.entries.find((e) => e.type === 'ApplyFinished');
+      assert.equal(entry?.outcome, 'Succeeded');
+      assert.ok(d.events.some((e) => e.reason === 'ApplyFinished'));
+    });
+
+    it('an Apply whose result cannot be read ends as Unknown; a read-only Job is simply stopped', () => {
+      const s = dispatched();
+      const late = T0 + 7000 + 200_000;
+      const d = decide(
+        input(s, late, { job: { ...finished, finishedAt: new Date(T0 + 7000).toISOString() } }),
+      );
+      assert.equal(d.status.journal?.entries.find((e) => e.type === 'ApplyFinished')?.outcome, 'Unknown');
+      assert.equal(kinds(d).at(-1), 'removeFinalizer');
+      const observing = { ...schema(decide(input(schema({}), T0)).status), deleting: true };
+      const r = decide(input(observing, T0 + 1000, { job: { state: 'running', uid: 'j' } }));
+      assert.deepEqual(kinds(r), ['finishJob', 'releaseLease', 'removeFinalizer']);
+    });
   });
 
   describe('another realm on the same database', () => {
