@@ -151,6 +151,17 @@ export class Manager {
           plural: 'ptahschemaapprovals',
         }) as Promise<k8s.KubernetesListObject<WatchedApproval>>,
     );
+    // A plan deleted (or replaced) under a waiting resource is noticed at once, not at the next interval.
+    const plans = k8s.makeInformer<Watched>(
+      kubeConfig,
+      `${group}/ptahschemaplans`,
+      () =>
+        custom.listClusterCustomObject({
+          group: API_GROUP,
+          version: API_VERSION,
+          plural: 'ptahschemaplans',
+        }) as Promise<k8s.KubernetesListObject<Watched>>,
+    );
     const jobSelector = `${LABELS.managedBy}=${MANAGED_BY}`;
     const jobs = k8s.makeInformer<k8s.V1Job>(
       kubeConfig,
@@ -176,6 +187,11 @@ export class Manager {
         const name = a.spec?.schemaRef?.name;
         if (ns && name) queue.add(keyString({ namespace: ns, name }));
       });
+      plans.on(verb, (p) => {
+        const ns = p.metadata?.namespace;
+        const name = p.metadata?.labels?.[LABELS.schema];
+        if (ns && name) queue.add(keyString({ namespace: ns, name }));
+      });
       jobs.on(verb, (j) => {
         const ns = j.metadata?.namespace;
         const name = j.metadata?.labels?.[LABELS.schema];
@@ -194,6 +210,7 @@ export class Manager {
     const watched: [string, k8s.Informer<Watched>][] = [
       ['ptahschemas', schemas as unknown as k8s.Informer<Watched>],
       ['ptahschemaapprovals', approvals as unknown as k8s.Informer<Watched>],
+      ['ptahschemaplans', plans],
       ['jobs', jobs as unknown as k8s.Informer<Watched>],
       ['configmaps', configMaps as unknown as k8s.Informer<Watched>],
     ];
