@@ -7,8 +7,9 @@
  *                                                           the claim is in status, the Job does not exist
  *   PTAH_TEST_CRASH_AFTER_JOB_CREATE=<observe|plan|apply>   die right after that Job was created
  *
- * `<operation>#<n>` names the n-th Job of that operation this process creates (`observe#2` is the proof
- * after a first Apply), so a test can stop the manager between an Apply and its proof.
+ * `<operation>[#<n>][@<schema>]` narrows it to the n-th Job of that operation this process creates for one
+ * resource (`observe#2@orders` is the proof after orders' first Apply), and to one resource, so a test can
+ * stop the manager between an Apply and its proof while other resources carry on.
  */
 import type { BatchV1Api, V1Job } from '@kubernetes/client-node';
 import { LABELS } from '../api/meta.ts';
@@ -25,10 +26,15 @@ export function withCrashPoints(
     throw new Error('unreachable');
   };
   const counts = new Map<string, number>();
-  const hits = (point: string | undefined, op: string, n: number): boolean => {
-    if (point === undefined || point === '') return false;
-    const [name, ordinal] = point.split('#');
-    return name === op && (ordinal === undefined || Number(ordinal) === n);
+  const hits = (point: string | undefined, op: string, schema: string, n: number): boolean => {
+    const m = /^([a-z]+)(?:#(\d+))?(?:@(.+))?$/.exec(point ?? '');
+    if (m === null) return false;
+    const [, name, ordinal, only] = m;
+    return (
+      name === op &&
+      (ordinal === undefined || Number(ordinal) === n) &&
+      (only === undefined || only === schema)
+    );
   };
   return new Proxy(batch, {
     get(target, prop, receiver) {
@@ -38,11 +44,13 @@ export function withCrashPoints(
       }
       return async (param: { body: V1Job }, ...rest: unknown[]) => {
         const op = param.body.metadata?.labels?.[LABELS.operation];
-        const n = op === undefined ? 0 : (counts.get(op) ?? 0) + 1;
-        if (op !== undefined) counts.set(op, n);
-        if (op !== undefined && hits(before, op, n)) die();
+        const schema = param.body.metadata?.labels?.[LABELS.schema] ?? '';
+        const key = `${schema}/${op}`;
+        const n = (counts.get(key) ?? 0) + 1;
+        counts.set(key, n);
+        if (op !== undefined && hits(before, op, schema, n)) die();
         const created = await (value as (...a: unknown[]) => Promise<unknown>).call(target, param, ...rest);
-        if (op !== undefined && hits(after, op, n)) die();
+        if (op !== undefined && hits(after, op, schema, n)) die();
         return created;
       };
     },

@@ -18,6 +18,7 @@ import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
+import { portRefusesConnections } from '../env/host-state.ts';
 import { freePort } from '../env/ports.ts';
 import type { ManagedProcess } from '../env/process.ts';
 import { startManagerProcess } from '../env/manager-process.ts';
@@ -143,6 +144,13 @@ export async function startE2E(): Promise<E2E> {
           extraEnv,
         });
         e2e.manager = proc;
+        // The approval webhooks are served by this process: an approval created before it listens would be
+        // refused by the API server (fail closed), so a started manager is one whose webhook port answers.
+        await eventually(
+          'the manager serves its webhooks',
+          async () => (proc.exited() || !(await portRefusesConnections(webhookPort)) ? true : undefined),
+          30_000,
+        );
         return proc;
       },
       async stop() {
