@@ -322,6 +322,7 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       { n: 1 },
       'the Apply ran to its end',
     );
+    await sleep(3_000); // a Job started now would have read the database by then
     assert.equal(
       statementsIn(e2e(), 'farewell_db', /./).length,
       statementsBeforeRestart,
