@@ -84,6 +84,8 @@ describe('leadership guards every write', () => {
         runnerImage: 'runner:test',
       },
       log: pino({ level: 'silent' }),
+      // The approval webhooks are not what this test is about: approvals count as served.
+      approvalGate: async () => undefined,
     });
     const snapshots = async () =>
       (await core.listNamespacedConfigMap({ namespace })).items.filter((c) =>
