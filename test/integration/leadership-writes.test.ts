@@ -85,7 +85,7 @@ describe('leadership guards every write', () => {
       },
       log: pino({ level: 'silent' }),
       // The approval webhooks are not what this test is about: approvals count as served.
-      approvalGate: async () => undefined,
+      approvalGate: async () => ({ ok: true, since: new Date(0) }),
     });
     const snapshots = async () =>
       (await core.listNamespacedConfigMap({ namespace })).items.filter((c) =>
