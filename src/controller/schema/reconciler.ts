@@ -35,6 +35,7 @@ import { buildChunkConfigMap, CHUNK_KEY } from '../../plan-store/chunk-config-ma
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
+import { EventRecorder } from '../events/event-recorder.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
@@ -71,9 +72,18 @@ type DecideInput = InputsOf<typeof decide>;
 
 export class SchemaReconciler {
   private readonly clock: () => Date;
+  private readonly events: EventRecorder;
 
   constructor(private readonly deps: SchemaReconcilerDeps) {
     this.clock = deps.clock ?? (() => new Date());
+    this.events = new EventRecorder({
+      core: deps.core,
+      log: deps.log,
+      clock: this.clock,
+      component: 'ptah-operator',
+      controller: 'operator.ptah.run/manager',
+      instance: 'manager',
+    });
   }
 
   /**
@@ -440,36 +450,16 @@ export class SchemaReconciler {
   }
 
   private async event(obj: PtahSchema, e: EventSpec): Promise<void> {
-    const now = this.clock();
-    await this.deps.core
-      .createNamespacedEvent({
+    await this.events.record(
+      {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: obj.metadata.name,
         namespace: obj.metadata.namespace!,
-        body: {
-          metadata: { generateName: `${obj.metadata.name}.`, namespace: obj.metadata.namespace! },
-          involvedObject: {
-            apiVersion: obj.apiVersion,
-            kind: obj.kind,
-            name: obj.metadata.name,
-            namespace: obj.metadata.namespace!,
-            uid: obj.metadata.uid!,
-          },
-          type: e.type,
-          reason: e.reason,
-          message: e.message.slice(0, 1024),
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-          source: { component: 'ptah-operator' },
-          reportingComponent: 'operator.ptah.run/manager',
-          reportingInstance: 'manager',
-        },
-      })
-      .catch((error: unknown) =>
-        this.deps.log.warn(
-          { schema: obj.metadata.name, reason: e.reason, code: (error as { code?: number }).code },
-          'event not recorded',
-        ),
-      );
+        uid: obj.metadata.uid!,
+      },
+      e,
+    );
   }
 
   // -------------------------------------------------------------------------------------------------------
