@@ -68,8 +68,16 @@ async function createAll(admin: k8s.KubeConfig, file: string): Promise<void> {
   }
 }
 
-export async function startE2E(): Promise<E2E> {
-  const env = await startEnvironment({ components: ['node', 'postgres'] });
+/** What an e2e file starts besides the control plane, the node agent and PostgreSQL. */
+export interface E2EOptions {
+  /** A MariaDB server too, for `engine: mysql` resources; off by default so other files do not pay for it. */
+  readonly mariadb?: boolean;
+}
+
+export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
+  const env = await startEnvironment({
+    components: ['node', 'postgres', ...(options.mariadb ? (['mariadb'] as const) : [])],
+  });
   try {
     const cp = env.controlPlane;
     const namespace = cp.testNamespace;
@@ -174,9 +182,12 @@ export async function startE2E(): Promise<E2E> {
  * One environment and one manager for a whole test file, started before its tests and stopped after them;
  * where the node agent cannot run, `skip` says why (pass it to describe) and nothing starts.
  * `e2e()` is valid only inside tests and hooks, once the environment is up. `managerEnv` adds variables
- * to the manager's environment (read once, before it starts).
+ * to the manager's environment (read once, before it starts); `options` says which extra servers start.
  */
-export function useE2E(managerEnv: () => Promise<Record<string, string>> = async () => ({})): {
+export function useE2E(
+  managerEnv: () => Promise<Record<string, string>> = async () => ({}),
+  options: E2EOptions = {},
+): {
   readonly skip: string | false;
   e2e(): E2E;
 } {
@@ -184,7 +195,7 @@ export function useE2E(managerEnv: () => Promise<Record<string, string>> = async
   let current: E2E | undefined;
   before(async () => {
     if (skip) return;
-    current = await startE2E();
+    current = await startE2E(options);
     await current.startManager(await managerEnv());
   });
   after(async () => {
@@ -296,6 +307,7 @@ export async function createSchema(
     files?: string[];
     policy?: Record<string, unknown>;
     interval?: string;
+    engine?: 'postgres' | 'mysql';
   },
 ): Promise<PtahSchema> {
   return (await e2e.objects.createNamespacedCustomObject({
@@ -306,7 +318,7 @@ export async function createSchema(
       metadata: { name },
       spec: {
         target: {
-          engine: 'postgres',
+          engine: options.engine ?? 'postgres',
           coordinationKey: options.key ?? name,
           urlFrom: { name: options.secret, key: 'url' },
         },

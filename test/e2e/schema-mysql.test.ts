@@ -1,0 +1,205 @@
+// PtahSchema with engine: mysql end to end, on the MariaDB that runs here (the same engine family): the
+// manager process, operation Pods run by the node agent, and a real MariaDB whose contents and general
+// query log are the evidence. MySQL commits DDL as it runs, so an Apply that fails part-way has an unknown
+// outcome: it is never replayed, and the resource learns the database's state by reading it.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import mysql from 'mysql2/promise';
+import {
+  createApproval,
+  createSchema,
+  createSecret,
+  createSource,
+  dumpDebug,
+  eventsOf,
+  eventually,
+  getSchema,
+  operationJobs,
+  useE2E,
+  waitForPhase,
+  type E2E,
+} from './harness.ts';
+
+const { skip, e2e } = useE2E(async () => ({}), { mariadb: true });
+
+async function run(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  const u = new URL(url);
+  const conn = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port),
+    user: decodeURIComponent(u.username),
+    password: decodeURIComponent(u.password),
+    database: u.pathname.slice(1),
+    multipleStatements: true,
+  });
+  try {
+    const [rows] = await conn.query(sql);
+    return Array.isArray(rows) ? (rows as Record<string, unknown>[]) : [];
+  } finally {
+    await conn.end();
+  }
+}
+
+/** Database `<name>_db` on MariaDB holding `existing`, its URL in Secret `<name>-db`, the source, the resource. */
+async function declareMysqlSchema(
+  t: E2E,
+  name: string,
+  options: { sql: string; existing?: string; policy?: Record<string, unknown> },
+): Promise<string> {
+  const url = await t.env.mariadb!.createDatabase(`${name}_db`);
+  if (options.existing !== undefined) await run(url, options.existing);
+  await createSecret(t, `${name}-db`, url);
+  await createSource(t, `${name}-src`, { 'schema.sql': options.sql });
+  await createSchema(t, name, {
+    source: `${name}-src`,
+    secret: `${name}-db`,
+    engine: 'mysql',
+    ...(options.policy ? { policy: options.policy } : {}),
+  });
+  return url;
+}
+
+/** Statements from MariaDB's general log that match; table names are unique per test, so they say whose. */
+function logged(t: E2E, pattern: RegExp): string[] {
+  return t.env
+    .mariadb!.statements()
+    .map((s) => s.sql)
+    .filter((sql) => pattern.test(sql));
+}
+
+async function approve(t: E2E, name: string, approval: string): Promise<void> {
+  const waiting = await waitForPhase(t, name, ['AwaitingApproval', 'Failed', 'Blocked']);
+  if (waiting.status?.phase !== 'AwaitingApproval') await dumpDebug(t, name);
+  assert.equal(waiting.status?.phase, 'AwaitingApproval', JSON.stringify(waiting.status?.conditions));
+  const plan = waiting.status!.plan!;
+  await createApproval(t, approval, {
+    schema: { name, uid: waiting.metadata.uid! },
+    plan: { name: plan.name, uid: plan.uid },
+    fingerprint: plan.fingerprint,
+  });
+}
+
+describe('PtahSchema with engine mysql on MariaDB', { skip }, () => {
+  it('from a ConfigMap reaches InSync after approval; MariaDB holds the declared tables and rows', async () => {
+    const url = await declareMysqlSchema(e2e(), 'shop', {
+      sql: `
+CREATE TABLE shop_status (code varchar(16) NOT NULL PRIMARY KEY, label varchar(64) NOT NULL) ENGINE=InnoDB;
+CREATE TABLE shop_orders (
+  id bigint unsigned NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  state varchar(16) NOT NULL,
+  CONSTRAINT fk_status FOREIGN KEY (state) REFERENCES shop_status (code)
+) ENGINE=InnoDB;
+INSERT INTO shop_status (code, label) VALUES ('new', 'New'), ('paid', 'Paid');
+`,
+    });
+    await approve(e2e(), 'shop', 'shop-approval');
+    const done = await waitForPhase(e2e(), 'shop', ['InSync', 'Failed', 'Blocked']);
+    if (done.status?.phase !== 'InSync') await dumpDebug(e2e(), 'shop');
+    assert.equal(done.status?.phase, 'InSync', JSON.stringify(done.status?.conditions));
+
+    const tables = await run(
+      url,
+      'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1',
+    );
+    assert.deepEqual(
+      tables.map((r) => r['t']),
+      ['shop_orders', 'shop_status'],
+    );
+    assert.deepEqual(await run(url, 'SELECT code, label FROM shop_status ORDER BY code'), [
+      { code: 'new', label: 'New' },
+      { code: 'paid', label: 'Paid' },
+    ]);
+    const fks = await run(
+      url,
+      `SELECT constraint_name AS c FROM information_schema.referential_constraints
+        WHERE constraint_schema = DATABASE()`,
+    );
+    assert.deepEqual(
+      fks.map((r) => r['c']),
+      ['fk_status'],
+    );
+    assert.equal(logged(e2e(), /CREATE TABLE `shop_orders`/).length, 1, 'created exactly once');
+    assert.equal((await operationJobs(e2e(), 'shop', 'apply')).length, 1);
+    const journal = done.status?.journal?.entries ?? [];
+    assert.deepEqual(
+      journal.filter((e) => e.type === 'ApplyFinished').map((e) => e.outcome),
+      ['Succeeded'],
+    );
+    assert.ok(journal.some((e) => e.type === 'Verified' && e.outcome === 'InSync'));
+  });
+
+  it('a statement refused in the middle of an Apply is an unknown outcome, never replayed, proven by reading', async () => {
+    // Declared rows are not part of the plan's fingerprint, so the engine plans the unique key; the server
+    // refuses it at statement 2 (duplicate values), after statement 1 (a new table) committed on its own.
+    const url = await declareMysqlSchema(e2e(), 'split', {
+      existing: `CREATE TABLE split_items (id int NOT NULL PRIMARY KEY, sku int NOT NULL) ENGINE=InnoDB;
+        INSERT INTO split_items VALUES (1, 7), (2, 7);`,
+      sql: `
+CREATE TABLE split_items (id int NOT NULL PRIMARY KEY, sku int NOT NULL, UNIQUE KEY uq_sku (sku)) ENGINE=InnoDB;
+CREATE TABLE split_extra (id int NOT NULL PRIMARY KEY) ENGINE=InnoDB;
+`,
+    });
+    await approve(e2e(), 'split', 'split-approval');
+    const s = await eventually(
+      'the apply ends and its proof has read the database',
+      async () => {
+        const r = await getSchema(e2e(), 'split');
+        const entries = r.status?.journal?.entries ?? [];
+        return entries.some((e) => e.type === 'ApplyFinished') &&
+          entries.some((e) => e.type === 'Verified') &&
+          r.status?.claim === undefined
+          ? r
+          : undefined;
+      },
+      150_000,
+    ).catch(async (error: unknown) => {
+      await dumpDebug(e2e(), 'split');
+      throw error;
+    });
+    const entries = s.status?.journal?.entries ?? [];
+    assert.deepEqual(
+      entries.filter((e) => e.type === 'ApplyFinished').map((e) => e.outcome),
+      ['Unknown'],
+      JSON.stringify(entries),
+    );
+    assert.ok(
+      !entries.some((e) => e.type === 'Verified' && e.outcome === 'InSync'),
+      'the database does not hold the declared schema, and the proof says so',
+    );
+    const unknown = await eventsOf(e2e(), 'split', 'ApplyOutcomeUnknown');
+    assert.ok(unknown.length >= 1, 'the unknown outcome is reported as an Event');
+
+    // Never replayed: one apply Job, each statement of the plan ran once.
+    assert.equal((await operationJobs(e2e(), 'split', 'apply')).length, 1, 'exactly one apply Job');
+    assert.equal(logged(e2e(), /CREATE TABLE `split_extra`/).length, 1, 'statement 1 ran once');
+    assert.equal(logged(e2e(), /CREATE UNIQUE INDEX `uq_sku`/).length, 1, 'statement 2 ran once');
+
+    // The proof read the database: an Observe after the apply, and the state it found is the real one.
+    const applyJob = (await operationJobs(e2e(), 'split', 'apply'))[0]!;
+    const appliedAt = new Date(applyJob.metadata!.creationTimestamp!).getTime();
+    const proofs = (await operationJobs(e2e(), 'split', 'observe')).filter(
+      (j) => new Date(j.metadata!.creationTimestamp!).getTime() >= appliedAt,
+    );
+    assert.ok(proofs.length >= 1, 'a proof Observe ran after the apply');
+    const tables = await run(
+      url,
+      'SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1',
+    );
+    assert.deepEqual(
+      tables.map((r) => r['t']),
+      ['split_extra', 'split_items'],
+      'statement 1 committed; nothing rolled it back',
+    );
+    const indexes = await run(
+      url,
+      "SELECT index_name AS i FROM information_schema.statistics WHERE table_name = 'split_items'",
+    );
+    assert.deepEqual(
+      indexes.map((r) => r['i']),
+      ['PRIMARY'],
+    );
+    // Whatever comes next is a new plan from the state read, never the old one dispatched again.
+    const later = await getSchema(e2e(), 'split');
+    assert.notEqual(later.status?.phase, 'InSync');
+  });
+});
