@@ -54,6 +54,15 @@ export type Change =
       readonly from: TableOptions;
       readonly options: TableOptions;
     }
+  /** A declared rename (`-- ptah:renamed-from`): `table` is the live name. */
+  | { readonly kind: 'RenameTable'; readonly table: TableRef; readonly to: string }
+  /** A declared column rename; `table` is the table's desired name (renamed first when both are). */
+  | {
+      readonly kind: 'RenameColumn';
+      readonly table: TableRef;
+      readonly from: string;
+      readonly to: string;
+    }
   | {
       readonly kind: 'AddColumn';
       readonly table: TableRef;
@@ -179,6 +188,8 @@ const TABLE_OF: TableOf = {
   CreateTable: own,
   DropTable: own,
   AlterTableOptions: own,
+  RenameTable: own,
+  RenameColumn: own,
   AddColumn: own,
   DropColumn: own,
   AlterColumnType: own,

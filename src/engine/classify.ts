@@ -153,6 +153,13 @@ export function classify(change: Change): Classification {
       return c('destructive', 'drops a table and every row in it', true);
     case 'AlterTableOptions':
       return c('warning', 'changes table options (engine, collation, row format): rebuilds the table');
+    case 'RenameTable':
+      return c('warning', 'renames a table (declared): its rows are kept; clients using the old name break');
+    case 'RenameColumn':
+      return c(
+        'warning',
+        'renames a column (declared): its values are kept; clients using the old name break',
+      );
     case 'AddColumn': {
       const col = change.column;
       if (

@@ -25,7 +25,10 @@ export interface SchemaDialect {
   inspect(session: Session): Promise<SchemaModel>;
   readRows(session: Session, live: SchemaModel, requests: readonly RowRequest[]): Promise<RowSet[]>;
   normaliseRows(session: Session, liveTable: Table, rows: RowSet): Promise<RowSet>;
-  loadDesired(files: readonly { path: string; sql: string }[]): Promise<SchemaModel>;
+  /** Parses desired SQL; an unqualified name lives in `defaultSchema` (the target role's own default). */
+  loadDesired(files: readonly { path: string; sql: string }[], defaultSchema: string): Promise<SchemaModel>;
+  /** Statements that make a dev database's session resolve unqualified names into `defaultSchema`. */
+  useDefaultSchema(defaultSchema: string): string[];
   render(change: Change): string[];
   /** Statements that open a transaction for applying a plan with the given lock timeout. */
   beginApply(lockTimeoutMs: number): string[];

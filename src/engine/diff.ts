@@ -16,6 +16,7 @@ import type {
   View,
 } from './model.ts';
 import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, typeKey } from './model.ts';
+import { applyRenames } from './renames.ts';
 
 const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
   cmp(`${a.schema ?? ''}\u0000${a.name}`, `${b.schema ?? ''}\u0000${b.name}`);
@@ -82,9 +83,13 @@ export interface DiffInput {
   readonly liveRows: readonly RowSet[];
 }
 
-export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
+export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change[] {
   const changes: Change[] = [];
   const push = (c: Change) => changes.push(c);
+  // Declared renames run first; the rest of the diff compares against the live model as renamed.
+  const renamed = applyRenames(liveModel, to);
+  const from = renamed.live;
+  for (const c of renamed.changes) push(c);
 
   // Schemas
   const fromSchemas = new Set(from.schemas.map((s) => s.name));
@@ -112,10 +117,25 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
       ...(toPublic.comment !== undefined ? { comment: toPublic.comment } : {}),
     });
   // A schema that holds an unmanaged object is left alone: dropping it would fail or take the object with it.
+  // So is one the desired state still puts objects in (dropping it fails, 2BP01), and the default schemas
+  // (public, and the role's own, where unqualified names live).
   const holdsUnmanaged = new Set(from.unmanaged.map((u) => u.schema));
+  const used = schemasUsedBy(to);
+  const implicit = new Set([DEFAULT_SCHEMA, from.defaultSchema, to.defaultSchema]);
+  // Unmanaged declarations (a function in the desired files) keep their schema too.
+  const declaredUnmanaged = new Set(to.unmanaged.map((u) => u.schema));
   for (const s of [...from.schemas].sort((a, b) => cmp(a.name, b.name))) {
-    if (s.name !== DEFAULT_SCHEMA && !toSchemas.has(s.name) && !holdsUnmanaged.has(s.name))
+    const keep = holdsUnmanaged.has(s.name) || used.has(s.name) || declaredUnmanaged.has(s.name);
+    if (!implicit.has(s.name) && !toSchemas.has(s.name) && !keep)
       push({ kind: 'DropSchema', schema: s.name });
+  }
+  for (const name of [...used].sort(cmp)) {
+    if (!implicit.has(name) && !toSchemas.has(name) && !fromSchemas.has(name))
+      push({
+        kind: 'Unsupported',
+        object: `schema ${name}`,
+        reason: `schema ${name} is used by the desired state but not declared and does not exist; add CREATE SCHEMA ${name} to the desired state`,
+      });
   }
 
   // Extensions: schema and version compare only when the desired state states them.
@@ -342,6 +362,18 @@ export function diffModels({ from, to, liveRows }: DiffInput): Change[] {
   }
   refuseNewEnumValuesInUse(changes, toTables, push);
   return orderChanges(changes, order);
+}
+
+/** Every schema the model puts an object in or refers to (types, foreign keys, sequence owners). */
+export function schemasUsedBy(m: SchemaModel): Set<string> {
+  const used = new Set<string>();
+  for (const x of [...m.enums, ...m.sequences, ...m.tables, ...m.views]) used.add(x.schema);
+  for (const e of m.extensions) if (e.schema !== undefined) used.add(e.schema);
+  for (const t of m.tables) {
+    for (const c of t.columns) if (c.type.schema !== undefined) used.add(c.type.schema);
+    for (const c of t.constraints) if (c.kind === 'ForeignKey') used.add(c.refSchema);
+  }
+  return used;
 }
 
 /**
@@ -627,6 +659,9 @@ function phase(c: Change): number {
       return 0;
     case 'CreateSchema':
       return 1;
+    case 'RenameTable': // before anything that names the table or its columns by their new names
+    case 'RenameColumn':
+      return 2.5;
     case 'CreateExtension':
     case 'UpdateExtension':
       return 2;

@@ -38,6 +38,8 @@ export interface Column {
   readonly invisible?: boolean;
   /** MySQL: a generated column's storage; absent means STORED (the only kind PostgreSQL has). */
   readonly generatedStorage?: 'virtual' | 'stored';
+  /** Declared with `-- ptah:renamed-from <old>`: a live column of that name is this one, renamed. */
+  readonly renamedFrom?: string;
 }
 
 export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
@@ -125,6 +127,8 @@ export interface Table {
   readonly indexes: readonly Index[];
   readonly comment?: string;
   readonly options?: TableOptions;
+  /** Declared with `-- ptah:renamed-from <old>`: a live table of that name (same schema) is this one. */
+  readonly renamedFrom?: string;
 }
 
 export interface EnumType {
@@ -202,6 +206,11 @@ export interface Unmanaged {
 }
 
 export interface SchemaModel {
+  /**
+   * Where an unqualified name lives: the connecting role's current_schema(). Never dropped, like public,
+   * because the desired state names it without declaring it.
+   */
+  readonly defaultSchema: string;
   readonly schemas: readonly SchemaNamespace[];
   readonly extensions: readonly Extension[];
   readonly enums: readonly EnumType[];
@@ -212,10 +221,12 @@ export interface SchemaModel {
   readonly unmanaged: readonly Unmanaged[];
 }
 
+/** The schema a database always has; the default schema when a role's search_path names no other. */
 export const DEFAULT_SCHEMA = 'public';
 
-export function emptyModel(): SchemaModel {
+export function emptyModel(defaultSchema: string = DEFAULT_SCHEMA): SchemaModel {
   return {
+    defaultSchema,
     schemas: [],
     extensions: [],
     enums: [],

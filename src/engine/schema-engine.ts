@@ -99,18 +99,35 @@ async function observe(
   managed: readonly ManagedRows[],
 ): Promise<LiveState> {
   const model = await dialect.inspect(session);
+  return withRows(dialect, session, model, managed);
+}
+
+async function withRows(
+  dialect: SchemaDialect,
+  session: Session,
+  model: SchemaModel,
+  managed: readonly ManagedRows[],
+): Promise<LiveState> {
   const rows = await dialect.readRows(session, model, managed);
   return { model, rows, fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model, rows })) };
 }
 
-async function loadDesired(dialect: SchemaDialect, source: DesiredSource): Promise<SchemaModel> {
-  const parsed = await dialect.loadDesired(source.files);
+/**
+ * Loads the desired state as the target's role reads it: an unqualified name lives in `defaultSchema`, the
+ * target role's current_schema(). A dev database gets the same search_path, so both modes agree.
+ */
+async function loadDesired(
+  dialect: SchemaDialect,
+  source: DesiredSource,
+  defaultSchema: string,
+): Promise<SchemaModel> {
+  const parsed = await dialect.loadDesired(source.files, defaultSchema);
   if (source.devUrl === undefined) return parsed;
   const dev = await dialect.connect(source.devUrl);
   const transactional = dialect.supportsTransactionalDdl;
   let loaded = false;
   try {
-    if (transactional) await run(dev, ['BEGIN']);
+    if (transactional) await run(dev, ['BEGIN', ...dialect.useDefaultSchema(defaultSchema)]);
     else {
       // DDL commits as it runs: the scratch database must start empty, and is emptied again below.
       const before = await dialect.inspect(dev);
@@ -204,14 +221,17 @@ export interface PlanResult {
 async function computeChanges(
   dialect: SchemaDialect,
   session: Session,
-  desiredAll: SchemaModel,
+  source: DesiredSource,
   scope: ScopeOptions,
 ): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
   const exclude = scope.exclude ?? [];
+  // The live schema first: it says which schema the desired state's unqualified names mean.
+  const liveModel = await dialect.inspect(session);
+  const desiredAll = await loadDesired(dialect, source, liveModel.defaultSchema);
   const resolved = dialect.resolveDesired ? await dialect.resolveDesired(session, desiredAll) : desiredAll;
   const desired = excludeObjects(resolved, exclude);
   const managed = managedRowsOf(desired);
-  const live = await observe(dialect, session, managed);
+  const live = await withRows(dialect, session, liveModel, managed);
   const liveScoped = excludeObjects(live.model, exclude);
   // Declared values are spelled as the database would store them before they are compared.
   const rows: RowSet[] = [];
@@ -232,11 +252,10 @@ export async function plan(
 ): Promise<PlanResult> {
   // A protected name that does not parse is refused before anything connects.
   const isProtected = protectedMatcher(scope.protectedTables ?? []);
-  const desiredAll = await loadDesired(dialect, source);
   const session = await dialect.connect(url);
   try {
     await run(session, dialect.beginReadOnly());
-    const { live, desired, changes } = await computeChanges(dialect, session, desiredAll, scope);
+    const { live, desired, changes } = await computeChanges(dialect, session, source, scope);
     await session.query('COMMIT');
     const base = { dialect: dialect.name, changes, roundTrips: session.roundTrips };
     const unsupported = changes.filter((c) => c.kind === 'Unsupported');
@@ -463,11 +482,10 @@ export async function drift(
   source: DesiredSource,
   scope: ScopeOptions = {},
 ): Promise<DriftResult> {
-  const desired = await loadDesired(dialect, source);
   const session = await dialect.connect(url);
   try {
     await run(session, dialect.beginReadOnly());
-    const { changes } = await computeChanges(dialect, session, desired, { exclude: scope.exclude ?? [] });
+    const { changes } = await computeChanges(dialect, session, source, { exclude: scope.exclude ?? [] });
     await session.query('COMMIT');
     const counts = new Map<DriftCategory, { count: number; severity: Severity }>();
     let uncategorised = 0;

@@ -29,6 +29,7 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
   const tables = model.tables.filter((t) => !out(t.schema, t.name));
   const kept = new Set(tables.map((t) => objectKey(t.schema, t.name)));
   return {
+    defaultSchema: model.defaultSchema,
     schemas: model.schemas.filter((s) => !tests.some((t) => t.test(s.name))),
     extensions: model.extensions.filter((e) => !out(e.schema ?? '', e.name)),
     enums: model.enums.filter((e) => !out(e.schema, e.name)),

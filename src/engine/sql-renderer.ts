@@ -25,6 +25,8 @@ export interface RenderHooks {
 export type SharedKinds =
   | 'CreateTable'
   | 'DropTable'
+  | 'RenameTable'
+  | 'RenameColumn'
   | 'AlterTableOptions'
   | 'AddColumn'
   | 'DropColumn'
@@ -78,6 +80,11 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
       ];
     },
     DropTable: (c) => [`DROP TABLE ${q(c.table.schema, c.table.name)}`],
+    // A rename keeps the table in its schema: the new name is a bare identifier.
+    RenameTable: (c) => [`ALTER TABLE ${q(c.table.schema, c.table.name)} RENAME TO ${h.quoteIdent(c.to)}`],
+    RenameColumn: (c) => [
+      `ALTER TABLE ${q(c.table.schema, c.table.name)} RENAME COLUMN ${h.quoteIdent(c.from)} TO ${h.quoteIdent(c.to)}`,
+    ],
     AlterTableOptions: (c) => {
       const set = Object.keys(c.options)
         .sort()

@@ -537,7 +537,7 @@ export function resolveWith(desired: DesiredModel, f: ServerFacts): SchemaModel 
     ? pending.views.map((v) => normaliseView(v, f))
     : desired.views.map((v) => renameView(v, f));
   return {
-    ...emptyModel(),
+    ...emptyModel(f.database),
     tables,
     views,
     rows: desired.rows.map((r) => ({ ...r, schema: f.database })),

@@ -26,6 +26,8 @@ export const mysqlDialect: SchemaDialect = {
   resolveDesired: async (session, desired) =>
     resolveWith(desired as DesiredModel, await readServerFacts(session)),
   render: renderMysql,
+  // A MySQL schema is the connected database: unqualified names can mean nothing else.
+  useDefaultSchema: () => [],
   // No transaction: each DDL statement commits on its own (and would commit an open transaction anyway).
   // Applies serialise on a session lock held until the connection closes; lock_wait_timeout bounds each
   // statement's wait for table metadata locks. Both are in seconds.

@@ -155,6 +155,7 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
     name: s(r['name']),
   }));
   return {
+    defaultSchema: f.database,
     schemas: [],
     extensions: [],
     enums: [],

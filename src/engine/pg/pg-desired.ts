@@ -22,6 +22,7 @@ import type {
   View,
 } from '../model.ts';
 import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
+import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -51,6 +52,8 @@ interface ParsedStatement {
   readonly line: number;
   readonly column: number;
   readonly source: string;
+  /** The statement's text, for the annotations the grammar drops with the comments. */
+  readonly text: StatementText;
 }
 
 /**
@@ -100,7 +103,7 @@ function blankMetaCommands(sql: string): string {
 export function parseStatements(rawSql: string, source: string): ParsedStatement[] {
   const sql = blankMetaCommands(rawSql);
   if (sql.trim() === '') return [];
-  let tree: { stmts?: { stmt: AstNode; stmt_location?: number }[] };
+  let tree: { stmts?: { stmt: AstNode; stmt_location?: number; stmt_len?: number }[] };
   try {
     tree = parseSync(sql) as typeof tree;
   } catch (error) {
@@ -113,11 +116,15 @@ export function parseStatements(rawSql: string, source: string): ParsedStatement
     );
   }
   const positions = new Positions(sql);
+  const bytes = Buffer.from(sql, 'utf8');
   return (tree.stmts ?? []).map((s) => {
     const type = Object.keys(s.stmt)[0] ?? '';
     const start = statementStart(sql, positions.charOfByte(s.stmt_location ?? 0));
     const { line, column } = positions.at(start);
-    return { node: s.stmt[type] as AstNode, type, line, column, source };
+    const from = s.stmt_location ?? 0;
+    // A length of 0 (or none) means the statement runs to the end of the text.
+    const end = s.stmt_len === undefined || s.stmt_len === 0 ? bytes.length : from + s.stmt_len;
+    return { node: s.stmt[type] as AstNode, type, line, column, source, text: { bytes, start: from, end } };
   });
 }
 
@@ -141,6 +148,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] extends readonly (infer U)[] 
 interface TableDraft {
   schema: string;
   name: string;
+  renamedFrom?: string;
   columns: Mutable<Column>[];
   constraints: Constraint[];
   indexes: Index[];
@@ -154,9 +162,10 @@ interface ViewDraft {
   comment?: string;
 }
 
-function rel(rv: unknown): { schema: string; name: string } {
+/** A relation's name; an unqualified one lives in the default schema (the role's current_schema()). */
+function rel(rv: unknown, defaultSchema: string): { schema: string; name: string } {
   const r = (isRecord(rv) && isRecord(rv['RangeVar']) ? rv['RangeVar'] : rv) as AstNode;
-  return { schema: String(r['schemaname'] ?? DEFAULT_SCHEMA), name: String(r['relname'] ?? '') };
+  return { schema: String(r['schemaname'] ?? defaultSchema), name: String(r['relname'] ?? '') };
 }
 
 const FK_ACTIONS: Readonly<Record<string, FkAction>> = {
@@ -173,7 +182,8 @@ function defElemValue(arg: unknown): string {
   if (isRecord(arg['Float'])) return String(arg['Float']['fval'] ?? '0');
   if (isRecord(arg['String'])) return String(arg['String']['sval'] ?? '');
   if (isRecord(arg['Boolean'])) return arg['Boolean']['boolval'] === true ? 'true' : 'false';
-  if (isRecord(arg['TypeName'])) return typeRefFromAst(arg['TypeName']).type.name;
+  // Only a sequence's AS type comes here, and that is always built in: no schema to resolve.
+  if (isRecord(arg['TypeName'])) return typeRefFromAst(arg['TypeName'], DEFAULT_SCHEMA).type.name;
   if (isRecord(arg['List'])) return names(arg['List']['items']).join('.');
   return '';
 }
@@ -203,6 +213,9 @@ export class DesiredStateBuilder {
   private readonly indexesOfUnmanaged = new Set<string>();
   /** Every problem found so far: a run reports them all, not the first. */
   private readonly problems: string[] = [];
+
+  /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
+  constructor(private readonly defaultSchema: string) {}
 
   /** Adds one file. A problem in a statement is recorded and the next statement is read. */
   addSql(sql: string, source: string): void {
@@ -289,13 +302,14 @@ export class DesiredStateBuilder {
       case 'CreateEnumStmt': {
         const parts = names(n['typeName']);
         const name = parts[parts.length - 1] ?? '';
-        const schema = parts.length > 1 ? (parts[parts.length - 2] ?? DEFAULT_SCHEMA) : DEFAULT_SCHEMA;
+        const schema =
+          parts.length > 1 ? (parts[parts.length - 2] ?? this.defaultSchema) : this.defaultSchema;
         this.enums.set(objectKey(schema, name), { kind: 'Enum', schema, name, values: names(n['vals']) });
         return;
       }
       case 'CreateSeqStmt':
       case 'AlterSeqStmt': {
-        const { schema, name } = rel(n['sequence']);
+        const { schema, name } = rel(n['sequence'], this.defaultSchema);
         const key = objectKey(schema, name);
         let seq = this.sequences.get(key);
         if (!seq) {
@@ -346,7 +360,7 @@ export class DesiredStateBuilder {
               // Taken from the name list, never from `v`: a quoted part may itself contain a dot.
               const arg = d['arg'];
               const p = isRecord(arg) && isRecord(arg['List']) ? names(arg['List']['items']) : [];
-              const [schema, table, column] = p.length === 2 ? [DEFAULT_SCHEMA, ...p] : p;
+              const [schema, table, column] = p.length === 2 ? [this.defaultSchema, ...p] : p;
               if (p.length === 1 && p[0] === 'none') delete seq.ownedBy;
               else if ((p.length === 2 || p.length === 3) && schema && table && column)
                 seq.ownedBy = { schema, table, column };
@@ -366,7 +380,7 @@ export class DesiredStateBuilder {
         this.createTable(s);
         return;
       case 'IndexStmt': {
-        const { schema, name } = rel(n['relation']);
+        const { schema, name } = rel(n['relation'], this.defaultSchema);
         if (this.isUnmanagedRelation({ schema, name })) {
           if (n['idxname'] !== undefined)
             this.indexesOfUnmanaged.add(objectKey(schema, String(n['idxname'])));
@@ -379,7 +393,7 @@ export class DesiredStateBuilder {
         this.alterTable(s);
         return;
       case 'ViewStmt': {
-        const { schema, name } = rel(n['view']);
+        const { schema, name } = rel(n['view'], this.defaultSchema);
         if (n['aliases'] !== undefined)
           throw new DesiredStateError(
             `${this.where(s)}: view ${schema}.${name}: a column list after the view name is not supported; alias the columns in the SELECT instead`,
@@ -394,7 +408,7 @@ export class DesiredStateBuilder {
         this.insert(s);
         return;
       default: {
-        const unmanaged = unmanagedDeclaration(s);
+        const unmanaged = unmanagedDeclaration(s, this.defaultSchema);
         if (unmanaged === 'ignore') return;
         if (unmanaged !== undefined) {
           this.declareUnmanaged(unmanaged.kind, unmanaged.schema, unmanaged.name);
@@ -411,7 +425,7 @@ export class DesiredStateBuilder {
 
   private createTable(s: ParsedStatement): void {
     const n = s.node;
-    const { schema, name } = rel(n['relation']);
+    const { schema, name } = rel(n['relation'], this.defaultSchema);
     const what = `${this.where(s)}: table ${schema}.${name}`;
     const unmanagedKind =
       n['partbound'] !== undefined
@@ -432,17 +446,34 @@ export class DesiredStateBuilder {
     if (this.tables.has(objectKey(schema, name)))
       throw new DesiredStateError(`${what} is declared twice; keep one declaration`);
     this.tables.set(objectKey(schema, name), t);
-    for (const el of (n['tableElts'] as AstNode[]) ?? []) {
+    const elements = (n['tableElts'] as AstNode[] | undefined) ?? [];
+    for (const el of elements) {
       if (this.isUnmanagedRelation(t)) return;
       if (isRecord(el['ColumnDef'])) this.addColumn(t, el['ColumnDef'], what);
       else if (isRecord(el['Constraint'])) this.addTableConstraint(t, el['Constraint'], what);
       else throw new DesiredStateError(`${what}: ${Object.keys(el)[0]} in a table body is not supported`);
     }
+    const renames = renameAnnotations(
+      s.text,
+      elements.map((el) => {
+        const body = (el['ColumnDef'] ?? el['Constraint']) as AstNode;
+        return {
+          location: Number(body['location'] ?? 0),
+          ...(isRecord(el['ColumnDef']) ? { column: String(el['ColumnDef']['colname']) } : {}),
+        };
+      }),
+      what,
+    );
+    if (renames.table !== undefined) t.renamedFrom = renames.table;
+    for (const c of t.columns) {
+      const old = renames.columns.get(c.name);
+      if (old !== undefined) c.renamedFrom = old;
+    }
   }
 
   private addColumn(t: TableDraft, def: AstNode, what: string): void {
     const colName = String(def['colname']);
-    const { type, serial } = typeRefFromAst(def['typeName'] as AstNode);
+    const { type, serial } = typeRefFromAst(def['typeName'] as AstNode, this.defaultSchema);
     const col: Mutable<Column> = { kind: 'Column', name: colName, type, notNull: serial };
     if (serial) col.serial = true;
     if (isRecord(def['collClause'])) {
@@ -544,7 +575,7 @@ export class DesiredStateBuilder {
           ...(c['skip_validation'] === true ? { notValid: true } : {}),
         };
       case 'CONSTR_FOREIGN': {
-        const ref = rel(c['pktable']);
+        const ref = rel(c['pktable'], this.defaultSchema);
         return {
           kind: 'ForeignKey',
           ...named,
@@ -622,12 +653,12 @@ export class DesiredStateBuilder {
         `${this.where(s)}: ALTER ${String(n['objtype']).replace('OBJECT_', '')} is not supported`,
       );
     }
-    const { schema, name } = rel(n['relation']);
+    const { schema, name } = rel(n['relation'], this.defaultSchema);
     for (const cmd of cmds) {
       if (cmd['subtype'] !== 'AT_AttachPartition') continue;
       // pg_dump creates a partition as a plain table and attaches it afterwards.
       const partition = (cmd['def'] as AstNode)['PartitionCmd'] as AstNode;
-      const child = rel(partition['name']);
+      const child = rel(partition['name'], this.defaultSchema);
       this.unmanagedRelation('partition', child.schema, child.name);
     }
     if (only('AT_AttachPartition')) {
@@ -709,7 +740,7 @@ export class DesiredStateBuilder {
     const qual = (parts: string[]) =>
       parts.length >= 2
         ? { schema: parts[parts.length - 2] ?? '', name: parts[parts.length - 1] ?? '' }
-        : { schema: DEFAULT_SCHEMA, name: parts[0] ?? '' };
+        : { schema: this.defaultSchema, name: parts[0] ?? '' };
     const set = <T extends { comment?: string }>(target: T | undefined, label: string) => {
       if (!target)
         throw new DesiredStateError(`${this.where(s)}: COMMENT ON ${label}: the object is not declared`);
@@ -801,7 +832,7 @@ export class DesiredStateBuilder {
 
   private insert(s: ParsedStatement): void {
     const n = s.node;
-    const { schema, name } = rel(n['relation']);
+    const { schema, name } = rel(n['relation'], this.defaultSchema);
     const t = this.table(schema, name, s);
     const what = `${this.where(s)}: rows for ${schema}.${name}`;
     const cols = ((n['cols'] as AstNode[]) ?? []).map((c) => String((c['ResTarget'] as AstNode)['name']));
@@ -875,7 +906,7 @@ export class DesiredStateBuilder {
       if (!col || !col.default || col.identity) continue;
       const target = nextvalTarget(col.default.key);
       if (target === undefined) continue;
-      const [targetSchema, targetName] = target.length === 1 ? [DEFAULT_SCHEMA, ...target] : target;
+      const [targetSchema, targetName] = target.length === 1 ? [this.defaultSchema, ...target] : target;
       if (
         target.length > 2 ||
         targetSchema !== seq.schema ||
@@ -905,10 +936,20 @@ export class DesiredStateBuilder {
           );
         return { ...c, refColumns: refPk.columns };
       });
+      for (const c of t.columns)
+        if (c.renamedFrom !== undefined && t.columns.some((x) => x.name === c.renamedFrom))
+          throw new DesiredStateError(
+            `table ${t.schema}.${t.name}: column ${c.name} is renamed from ${c.renamedFrom}, which is declared too; remove the annotation or the old column`,
+          );
+      if (t.renamedFrom !== undefined && tableMap.has(objectKey(t.schema, t.renamedFrom)))
+        throw new DesiredStateError(
+          `table ${t.schema}.${t.name} is renamed from ${t.renamedFrom}, which is declared too; remove the annotation or the old table`,
+        );
       tables.push({
         kind: 'Table',
         schema: t.schema,
         name: t.name,
+        ...(t.renamedFrom !== undefined ? { renamedFrom: t.renamedFrom } : {}),
         columns: t.columns.map((c) => Object.freeze({ ...c })),
         constraints,
         indexes: t.indexes,
@@ -921,7 +962,7 @@ export class DesiredStateBuilder {
       name: v.name,
       definition: {
         text: deparseNode({ SelectStmt: (v.query['SelectStmt'] as AstNode) ?? v.query }),
-        key: viewKey(v.query, tableMap),
+        key: viewKey(v.query, tableMap, this.defaultSchema),
       },
       ...(v.comment !== undefined ? { comment: v.comment } : {}),
     }));
@@ -955,6 +996,7 @@ export class DesiredStateBuilder {
       });
     }
     return {
+      defaultSchema: this.defaultSchema,
       schemas: [...this.schemas.values()],
       extensions: [...this.extensions.values()],
       enums: [...this.enums.values()],
@@ -976,8 +1018,8 @@ interface UnmanagedDeclaration {
   readonly relation?: boolean;
 }
 
-const qualified = (parts: string[]): { schema: string; name: string } => ({
-  schema: parts.length >= 2 ? (parts[parts.length - 2] ?? DEFAULT_SCHEMA) : DEFAULT_SCHEMA,
+const qualified = (parts: string[], defaultSchema: string): { schema: string; name: string } => ({
+  schema: parts.length >= 2 ? (parts[parts.length - 2] ?? defaultSchema) : defaultSchema,
   name: parts[parts.length - 1] ?? '',
 });
 
@@ -1062,22 +1104,25 @@ const COMMENT_ON_UNMANAGED = new Set([
   'OBJECT_TABLESPACE',
 ]);
 
-function routineName(n: AstNode): string {
+function routineName(n: AstNode, defaultSchema: string): string {
   const params = ((n['parameters'] as AstNode[] | undefined) ?? [])
     .map((p) => p['FunctionParameter'] as AstNode)
     .filter((p) => p['mode'] !== 'FUNC_PARAM_OUT' && p['mode'] !== 'FUNC_PARAM_TABLE')
-    .map((p) => renderType(typeRefFromAst(p['argType'] as AstNode).type));
-  return `${qualified(names(n['funcname'])).name}(${params.join(', ')})`;
+    .map((p) => renderType(typeRefFromAst(p['argType'] as AstNode, defaultSchema).type));
+  return `${qualified(names(n['funcname']), defaultSchema).name}(${params.join(', ')})`;
 }
 
 /**
  * What a statement declares when it is of a kind the engine does not manage; `'ignore'` when it is
  * accepted and adds nothing to report; undefined when it is not a declaration of such a kind.
  */
-function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignore' | undefined {
+function unmanagedDeclaration(
+  s: ParsedStatement,
+  defaultSchema: string,
+): UnmanagedDeclaration | 'ignore' | undefined {
   const n = s.node;
   const onTable = (relation: unknown, name: string) => {
-    const r = rel(relation);
+    const r = rel(relation, defaultSchema);
     return { schema: r.schema, name: `${r.name}.${name}` };
   };
   const ownership = OWNERSHIP_AND_PRIVILEGES[s.type];
@@ -1085,23 +1130,26 @@ function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignor
   if (ACCEPTED_UNMANAGED.has(s.type)) return 'ignore';
   switch (s.type) {
     case 'CreateFunctionStmt': {
-      const q = qualified(names(n['funcname']));
+      const q = qualified(names(n['funcname']), defaultSchema);
       return {
         kind: n['is_procedure'] === true ? 'procedure' : 'function',
         schema: q.schema,
-        name: routineName(n),
+        name: routineName(n, defaultSchema),
       };
     }
     case 'CreateTrigStmt':
       return { kind: 'trigger', ...onTable(n['relation'], String(n['trigname'])) };
     case 'CreateDomainStmt':
-      return { kind: 'domain', ...qualified(names(n['domainname'])) };
+      return { kind: 'domain', ...qualified(names(n['domainname']), defaultSchema) };
     case 'CompositeTypeStmt':
-      return { kind: 'type', ...rel(n['typevar']) };
+      return { kind: 'type', ...rel(n['typevar'], defaultSchema) };
     case 'CreateRangeStmt':
-      return { kind: 'type', ...qualified(names(n['typeName'])) };
+      return { kind: 'type', ...qualified(names(n['typeName']), defaultSchema) };
     case 'DefineStmt':
-      return { kind: DEFINE_KINDS[String(n['kind'])] ?? 'object', ...qualified(names(n['defnames'])) };
+      return {
+        kind: DEFINE_KINDS[String(n['kind'])] ?? 'object',
+        ...qualified(names(n['defnames']), defaultSchema),
+      };
     case 'RuleStmt':
       return { kind: 'rule', ...onTable(n['relation'], String(n['rulename'])) };
     case 'CreatePolicyStmt':
@@ -1119,7 +1167,11 @@ function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignor
     case 'CreateUserMappingStmt':
       return { kind: 'user mapping', schema: '', name: String(n['servername']) };
     case 'CreateForeignTableStmt':
-      return { kind: 'foreign table', ...rel((n['base'] as AstNode)['relation']), relation: true };
+      return {
+        kind: 'foreign table',
+        ...rel((n['base'] as AstNode)['relation'], defaultSchema),
+        relation: true,
+      };
     case 'CreateTableAsStmt': {
       if (n['objtype'] !== 'OBJECT_MATVIEW') return undefined;
       return {
@@ -1128,20 +1180,21 @@ function unmanagedDeclaration(s: ParsedStatement): UnmanagedDeclaration | 'ignor
           (n['into'] as AstNode)['IntoClause']
             ? ((n['into'] as AstNode)['IntoClause'] as AstNode)['rel']
             : (n['into'] as AstNode)['rel'],
+          defaultSchema,
         ),
         relation: true,
       };
     }
     case 'CreateStatsStmt':
-      return { kind: 'statistics', ...qualified(names(n['defnames'])) };
+      return { kind: 'statistics', ...qualified(names(n['defnames']), defaultSchema) };
     case 'CreateCastStmt':
       return { kind: 'cast', schema: '', name: 'cast' };
     case 'CreateConversionStmt':
-      return { kind: 'conversion', ...qualified(names(n['conversion_name'])) };
+      return { kind: 'conversion', ...qualified(names(n['conversion_name']), defaultSchema) };
     case 'CreateOpClassStmt':
-      return { kind: 'operator class', ...qualified(names(n['opclassname'])) };
+      return { kind: 'operator class', ...qualified(names(n['opclassname']), defaultSchema) };
     case 'CreateOpFamilyStmt':
-      return { kind: 'operator family', ...qualified(names(n['opfamilyname'])) };
+      return { kind: 'operator family', ...qualified(names(n['opfamilyname']), defaultSchema) };
     case 'CreateTransformStmt':
       return { kind: 'transform', schema: '', name: 'transform' };
     case 'CreateAmStmt':
@@ -1257,7 +1310,7 @@ function nextvalTarget(key: string): string[] | undefined {
  * A view's comparison key. The catalog prints every column qualified and expands `*`, so for a query over
  * a single table both are undone here; joins keep their qualifiers (declare them qualified).
  */
-function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>): string {
+function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaultSchema: string): string {
   const sel = (isRecord(query['SelectStmt']) ? query['SelectStmt'] : query) as AstNode;
   const from = (sel['fromClause'] as AstNode[] | undefined) ?? [];
   const single =
@@ -1265,7 +1318,7 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>): strin
   const relname = single ? String(single['relname']) : undefined;
   const alias = single && isRecord(single['alias']) ? String(single['alias']['aliasname']) : undefined;
   const table = single
-    ? tables.get(objectKey(String(single['schemaname'] ?? DEFAULT_SCHEMA), relname ?? ''))
+    ? tables.get(objectKey(String(single['schemaname'] ?? defaultSchema), relname ?? ''))
     : undefined;
   const strip = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(strip);
@@ -1278,7 +1331,7 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>): strin
     if (isRecord(node['RangeVar'])) {
       const r = node['RangeVar'];
       const out: AstNode = { relname: r['relname'] };
-      if (r['schemaname'] !== undefined && r['schemaname'] !== DEFAULT_SCHEMA)
+      if (r['schemaname'] !== undefined && r['schemaname'] !== defaultSchema)
         out['schemaname'] = r['schemaname'];
       if (isRecord(r['alias']) && r['alias']['aliasname'] !== r['relname'] && single === undefined)
         out['alias'] = r['alias'];
@@ -1312,9 +1365,13 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>): strin
   return canonicalKey(strip(copy));
 }
 
-export async function loadDesiredSql(files: readonly { path: string; sql: string }[]): Promise<SchemaModel> {
+/** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
+export async function loadDesiredSql(
+  files: readonly { path: string; sql: string }[],
+  defaultSchema: string,
+): Promise<SchemaModel> {
   await ensureParser();
-  const b = new DesiredStateBuilder();
+  const b = new DesiredStateBuilder(defaultSchema);
   for (const f of files) b.addSql(f.sql, f.path);
   return b.build();
 }

@@ -3,6 +3,7 @@ import type { SchemaDialect } from '../dialect.ts';
 import { connectPostgres, pgAdapterFacts } from './pg-adapter.ts';
 import { loadDesiredSql } from './pg-desired.ts';
 import { CATALOG_QUERY_COUNT, inspectPostgres, normaliseRowValues, readRows } from './pg-inspector.ts';
+import { quoteIdent } from './pg-normalize.ts';
 import { renderPostgres } from './pg-renderer.ts';
 
 export const postgresDialect: SchemaDialect = {
@@ -15,6 +16,8 @@ export const postgresDialect: SchemaDialect = {
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
   render: renderPostgres,
+  // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.
+  useDefaultSchema: (schema) => [`SET LOCAL search_path TO ${quoteIdent(schema)}`],
   // Applies serialise on one transaction-scoped advisory lock (bounded by lock_timeout), so a second apply
   // of the same plan re-checks the fingerprint after the first committed and is refused as stale.
   beginApply: (ms) => [

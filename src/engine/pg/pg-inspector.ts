@@ -104,8 +104,19 @@ UNION ALL SELECT 'policy', n.nspname, c.relname || '.' || po.polname FROM pg_pol
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ${USER_SCHEMA}
 ORDER BY 1, 2, 3`;
 
+/**
+ * The role's default schema, and its search_path narrowed to that one schema for the inspection: the
+ * catalog's deparsers (format_type, pg_get_expr, pg_get_viewdef, ...) then leave a name unqualified exactly
+ * when it lives there, which is what the loader reads an unqualified name as. The subquery is evaluated
+ * before set_config runs, so the old values are read first.
+ */
+const Q_NARROW_SEARCH_PATH = `SELECT o.schema, o.path, set_config('search_path', quote_ident(o.schema), true) AS narrowed
+FROM (SELECT coalesce(current_schema(), '${DEFAULT_SCHEMA}') AS schema, current_setting('search_path') AS path OFFSET 0) o`;
+
+const Q_RESTORE_SEARCH_PATH = `SELECT set_config('search_path', $1, true) AS restored`;
+
 /** The catalog queries an inspection runs, whatever the number of tables. */
-export const CATALOG_QUERY_COUNT = 9;
+export const CATALOG_QUERY_COUNT = 11;
 
 const RELKIND_UNMANAGED: Readonly<Record<string, string>> = {
   p: 'partitioned table',
@@ -119,6 +130,8 @@ const str = (v: unknown): string => (v === null || v === undefined ? '' : String
 /** Reads the whole database (all user schemas) into a model. Runs inside the caller's transaction. */
 export async function inspectPostgres(session: Session): Promise<SchemaModel> {
   await ensureParser();
+  const narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
+  const defaultSchema = str(narrowed['schema']);
   const [schemas, extensions, enums, sequences, relations, columns, constraints, indexes, unmanaged] = [
     (await session.query(Q_SCHEMAS)).rows,
     (await session.query(Q_EXTENSIONS)).rows,
@@ -130,7 +143,10 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
     (await session.query(Q_INDEXES)).rows,
     (await session.query(Q_UNMANAGED)).rows,
   ];
-  return modelFromCatalog({
+  // The plan's statements run in this same transaction when applying: they see the role's own path. (A
+  // failed query aborts the transaction, whose rollback undoes the narrowing, so no finally is needed.)
+  await session.query(Q_RESTORE_SEARCH_PATH, [str(narrowed['path'])]);
+  return modelFromCatalog(defaultSchema, {
     schemas,
     extensions,
     enums,
@@ -167,8 +183,8 @@ function groupBy(rows: Row[]): Map<string, Row[]> {
 }
 
 /** Turns catalog rows into DDL text and loads it with the desired-state builder. */
-function modelFromCatalog(c: CatalogRows): SchemaModel {
-  const b = new DesiredStateBuilder();
+function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
+  const b = new DesiredStateBuilder(defaultSchema);
   const out: string[] = [];
   const comments: string[] = [];
   const comment = (what: string, text: unknown) => {

@@ -5,7 +5,6 @@
  */
 import { deparseSync } from 'pgsql-deparser';
 import type { Expr, TypeRef } from '../model.ts';
-import { DEFAULT_SCHEMA } from '../model.ts';
 
 /** A node of libpg-query's JSON AST: `{ NodeType: { ...fields } }` or a bare field record. */
 export type AstNode = Record<string, unknown>;
@@ -116,8 +115,11 @@ function typmodText(mods: unknown): string[] {
   });
 }
 
-/** A parser TypeName → canonical TypeRef (format_type spelling for built-ins, schema-qualified otherwise). */
-export function typeRefFromAst(typeName: AstNode): { type: TypeRef; serial: boolean } {
+/**
+ * A parser TypeName → canonical TypeRef (format_type spelling for built-ins, schema-qualified otherwise: an
+ * unqualified user type lives in `defaultSchema`).
+ */
+export function typeRefFromAst(typeName: AstNode, defaultSchema: string): { type: TypeRef; serial: boolean } {
   const parts = names(typeName['names']);
   const array = Array.isArray(typeName['arrayBounds']) && typeName['arrayBounds'].length > 0;
   let mods = typmodText(typeName['typmods']);
@@ -140,7 +142,7 @@ export function typeRefFromAst(typeName: AstNode): { type: TypeRef; serial: bool
     }
     const builtin = BUILTIN_TYPES[name];
     if (builtin !== undefined) name = builtin;
-    else schema = DEFAULT_SCHEMA;
+    else schema = defaultSchema;
   }
   if (schema === undefined && name === 'numeric' && mods.length === 1) mods = [mods[0] ?? '', '0'];
   return {

@@ -33,6 +33,11 @@ export interface SchemaCase {
   readonly currentManaged?: string;
   /** Set to false when going back from desired to current is not meant to work (default: it is). */
   readonly reverse?: boolean;
+  /**
+   * Plan and apply as a role whose search_path is this schema (created first), so unqualified names in
+   * current and desired mean that schema, not public.
+   */
+  readonly defaultSchema?: string;
   readonly file: string;
 }
 
@@ -48,6 +53,7 @@ const CASE_KEYS = new Set([
   'exclude',
   'protectedTables',
   'reverse',
+  'defaultSchema',
 ]);
 
 export function loadCases(dir: string): SchemaCase[] {
@@ -127,12 +133,54 @@ async function rowCounts(client: pg.Client, model: SchemaModel): Promise<Map<str
   return m;
 }
 
-export async function runCase(c: SchemaCase, url: string): Promise<void> {
+/**
+ * A superuser role whose search_path is `schema`, in the case's own database; returns its URL and a
+ * function that removes it again.
+ */
+async function roleWithDefaultSchema(
+  adminUrl: string,
+  schema: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const u = new URL(adminUrl);
+  const role = `case_role_${u.pathname.slice(1)}`;
+  const password = `pw_${role}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE ROLE ${quoteIdent(role)} LOGIN SUPERUSER PASSWORD ${quoteLiteral(password)}`);
+  await admin.query(`ALTER ROLE ${quoteIdent(role)} SET search_path TO ${quoteIdent(schema)}`);
+  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)} AUTHORIZATION ${quoteIdent(role)}`);
+  await admin.end();
+  u.username = role;
+  u.password = password;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const a = new pg.Client({ connectionString: adminUrl });
+      await a.connect();
+      await a.query(`DROP OWNED BY ${quoteIdent(role)} CASCADE`);
+      await a.query(`DROP ROLE ${quoteIdent(role)}`);
+      await a.end();
+    },
+  };
+}
+
+export async function runCase(c: SchemaCase, adminUrl: string): Promise<void> {
+  const role =
+    c.defaultSchema === undefined ? undefined : await roleWithDefaultSchema(adminUrl, c.defaultSchema);
+  try {
+    await runCaseAs(c, role?.url ?? adminUrl);
+  } finally {
+    await role?.drop();
+  }
+}
+
+async function runCaseAs(c: SchemaCase, url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
+  const defaultSchema = c.defaultSchema ?? 'public';
   try {
     const managedCurrent = c.currentManaged ?? c.current;
-    const currentModel = await loadDesiredSql([{ path: 'current', sql: managedCurrent }]);
+    const currentModel = await loadDesiredSql([{ path: 'current', sql: managedCurrent }], defaultSchema);
     if (c.current.trim() !== '') await client.query(c.current);
     if (c.seed !== undefined) await client.query(c.seed);
     else {
@@ -192,7 +240,7 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       [],
       `desired should re-plan to nothing after apply, got kinds ${after.changes.map((x) => x.kind).join(', ')}`,
     );
-    await checkRowsKept(client, c, p.plan?.destructive, before);
+    await checkRowsKept(client, c, p.plan?.destructive, before, defaultSchema);
     if (c.reverse !== false) {
       // And back again: desired → current must converge too, unless the engine refuses it on purpose.
       const back = await plan(url, d, { files: [{ path: 'current.sql', sql: managedCurrent }] }, scope);
@@ -221,16 +269,21 @@ async function checkRowsKept(
   c: SchemaCase,
   destructive: boolean | undefined,
   before: Map<string, number>,
+  defaultSchema: string,
 ): Promise<void> {
   {
     if (destructive === false) {
-      const desiredModel = await loadDesiredSql([{ path: 'desired', sql: c.desired }]);
+      const desiredModel = await loadDesiredSql([{ path: 'desired', sql: c.desired }], defaultSchema);
       const managed = new Set(desiredModel.rows.map((r) => `${r.schema}.${r.table}`));
       for (const [table, n] of before) {
-        if (managed.has(table) || !desiredModel.tables.some((t) => `${t.schema}.${t.name}` === table))
-          continue;
-        const [schema, name] = table.split('.') as [string, string];
-        const r = await client.query(`SELECT count(*)::int AS n FROM ${quoteQualified(schema, name)}`);
+        // A table renamed by annotation is counted under its new name.
+        const target = desiredModel.tables.find(
+          (t) => `${t.schema}.${t.name}` === table || `${t.schema}.${t.renamedFrom ?? ''}` === table,
+        );
+        if (managed.has(table) || target === undefined) continue;
+        const r = await client.query(
+          `SELECT count(*)::int AS n FROM ${quoteQualified(target.schema, target.name)}`,
+        );
         assert.equal(Number(r.rows[0]?.n), n, `rows of ${table} after a non-destructive plan`);
       }
     }

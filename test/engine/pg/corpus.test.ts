@@ -21,7 +21,7 @@ describe('schema change corpus (postgres)', () => {
     await server?.stop();
   });
   cases.forEach((c, i) => {
-    const run = only === undefined || c.name.includes(only);
+    const run = only === undefined || c.name.includes(only) || c.file === only;
     test(`${c.file}: ${c.name}`, { skip: !run }, async () => {
       const db = `case_${i}`;
       await admin.query(`CREATE DATABASE ${db}`);

@@ -11,7 +11,7 @@ import { renderPostgres } from '../../../src/engine/pg/pg-renderer.ts';
 import { PlanFileError, readPlan, serialisePlan } from '../../../src/engine/plan-file.ts';
 import { excludeObjects } from '../../../src/engine/scope.ts';
 
-const load = (sql: string) => loadDesiredSql([{ path: 'test.sql', sql }]);
+const load = (sql: string) => loadDesiredSql([{ path: 'test.sql', sql }], 'public');
 const plan = (from: SchemaModel, to: SchemaModel) =>
   diffModels({ from, to, liveRows: [] }).flatMap(renderPostgres);
 
