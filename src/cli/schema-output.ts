@@ -5,6 +5,7 @@
 import type { ClassifiedChange } from '../engine/changes.ts';
 import type { ApplyResult, DriftResult, InspectResult, PlanResult } from '../engine/schema-engine.ts';
 import { highestSeverity } from '../engine/plan-file.ts';
+import { headerText } from '../engine/plan-header.ts';
 
 export function inspectJson(r: InspectResult): unknown {
   const m = r.model;
@@ -71,6 +72,7 @@ export function planJson(r: PlanResult, out: string | undefined): unknown {
     ...(out !== undefined && r.bytes !== undefined ? { out } : {}),
     ...(r.refusal !== undefined ? { refusal: r.refusal } : {}),
     destructive: r.plan?.destructive ?? false,
+    header: r.header,
     highest_severity: highestSeverity(r.changes.map((c) => c.classification)),
     statement_count: r.plan?.statements.length ?? 0,
     ...(r.plan !== undefined
@@ -97,6 +99,7 @@ export function planText(r: PlanResult, out: string | undefined): string {
   if (r.outcome === 'no_changes')
     return `no changes: the database matches the desired state\n${NOT_MANAGED_NOTE}\n${out ? `plan written to ${out} (${r.digest ?? ''})\n` : ''}`;
   const lines = [
+    ...headerText(r.header),
     `${r.plan?.statements.length ?? 0} statement(s)${r.plan?.destructive ? ', DESTRUCTIVE' : ''}; digest ${r.digest ?? ''}`,
   ];
   for (const s of r.plan?.statements ?? []) lines.push(`-- [${s.severity}] ${s.reason}`, `${s.sql};`);
@@ -112,6 +115,7 @@ export function applyJson(r: ApplyResult): unknown {
     digest: r.digest,
     dialect: r.dialect,
     destructive: r.destructive,
+    ...(r.header !== undefined ? { header: r.header } : {}),
     statement_count: r.statements.length,
     statements: r.statements,
     ...(r.failure !== undefined ? { failure: r.failure } : {}),
@@ -130,7 +134,10 @@ function errorCodes(r: ApplyResult): string {
 export function applyText(r: ApplyResult): string {
   switch (r.outcome) {
     case 'validated': {
-      const lines = [`plan ${r.digest} is valid: ${r.statements.length} statement(s), not applied (dry run)`];
+      const lines = [
+        ...(r.header !== undefined ? headerText(r.header) : []),
+        `plan ${r.digest} is valid: ${r.statements.length} statement(s), not applied (dry run)`,
+      ];
       r.statements.forEach((s, i) => lines.push(`${i + 1}. [${s.severity}] ${s.sql};`));
       return lines.join('\n') + '\n';
     }

@@ -4,6 +4,7 @@
  */
 import type { Change } from './changes.ts';
 import type { RowSet, SchemaModel, Table } from './model.ts';
+import type { DropTarget } from './plan-header.ts';
 import type { Session } from './session.ts';
 
 export type { Session };
@@ -30,6 +31,8 @@ export interface SchemaDialect {
   /** Statements that make a dev database's session resolve unqualified names into `defaultSchema`. */
   useDefaultSchema(defaultSchema: string): string[];
   render(change: Change): string[];
+  /** Rows of each target table, or non-NULL values of each target column, in one round trip. */
+  countData(session: Session, targets: readonly DropTarget[]): Promise<number[]>;
   /** Statements that open a transaction for applying a plan with the given lock timeout. */
   beginApply(lockTimeoutMs: number): string[];
   /** Statements that open a read-only, consistent snapshot. */

@@ -360,6 +360,7 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
     const live = liveRows.find((r) => r.schema === rs.schema && r.table === rs.table);
     diffRows(rs, live, table, push);
   }
+  releaseReferencedKeys(changes, from, toTables, push);
   refuseNewEnumValuesInUse(changes, toTables, push);
   return orderChanges(changes, order);
 }
@@ -374,6 +375,64 @@ export function schemasUsedBy(m: SchemaModel): Set<string> {
     for (const c of t.constraints) if (c.kind === 'ForeignKey') used.add(c.refSchema);
   }
   return used;
+}
+
+/**
+ * A primary key or unique constraint (or unique index) cannot be dropped while a foreign key depends on it
+ * (2BP01), and a foreign key dropped with its table or column goes later than the key it needs. Every live
+ * foreign key onto a dropped key that is not dropped explicitly already is dropped first (in the foreign-key
+ * phase) and, when the desired state still declares it, added back once the new key exists.
+ */
+function releaseReferencedKeys(
+  changes: readonly Change[],
+  from: SchemaModel,
+  toTables: ReadonlyMap<string, Table>,
+  push: (c: Change) => void,
+): void {
+  const droppedKeys: { schema: string; table: string; columns: string[] }[] = [];
+  for (const c of changes) {
+    if (c.kind === 'DropConstraint' && (c.constraint.kind === 'PrimaryKey' || c.constraint.kind === 'Unique'))
+      droppedKeys.push({ schema: c.table.schema, table: c.table.name, columns: [...c.constraint.columns] });
+    if (c.kind === 'DropIndex' && c.index.unique && c.index.keys.every((k) => k.column !== undefined))
+      droppedKeys.push({
+        schema: c.table.schema,
+        table: c.table.name,
+        columns: c.index.keys.map((k) => k.column ?? ''),
+      });
+  }
+  if (droppedKeys.length === 0) return;
+  const sameSet = (a: readonly string[], b: readonly string[]) =>
+    a.length === b.length && a.every((x) => b.includes(x));
+  const alreadyDropped = new Set(
+    changes.flatMap((c) =>
+      c.kind === 'DropConstraint' && c.constraint.kind === 'ForeignKey'
+        ? [JSON.stringify([c.table.schema, c.table.name, c.constraint.name ?? ''])]
+        : [],
+    ),
+  );
+  const alreadyAdded = new Set(
+    changes.flatMap((c) =>
+      c.kind === 'AddConstraint'
+        ? [JSON.stringify([c.table.schema, c.table.name, constraintKey(c.constraint)])]
+        : [],
+    ),
+  );
+  for (const t of [...from.tables].sort(byName)) {
+    for (const fk of sortConstraints(t.constraints)) {
+      if (fk.kind !== 'ForeignKey') continue;
+      const needs = droppedKeys.some(
+        (k) => k.schema === fk.refSchema && k.table === fk.refTable && sameSet(k.columns, fk.refColumns),
+      );
+      if (!needs || alreadyDropped.has(JSON.stringify([t.schema, t.name, fk.name ?? '']))) continue;
+      push({ kind: 'DropConstraint', table: ref(t), constraint: fk });
+      const desired = toTables.get(objectKey(t.schema, t.name));
+      const again = desired?.constraints.find(
+        (d) => d.kind === 'ForeignKey' && constraintKey(d) === constraintKey(fk),
+      );
+      if (again && !alreadyAdded.has(JSON.stringify([t.schema, t.name, constraintKey(again)])))
+        push({ kind: 'AddConstraint', table: ref(t), constraint: again });
+    }
+  }
 }
 
 /**
@@ -602,6 +661,9 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
         : { kind: 'SetDefault', table: tr, column: c },
     );
   }
+  // ADD GENERATED ... AS IDENTITY needs the column NOT NULL already.
+  if (l.identity === undefined && c.identity !== undefined && !l.notNull)
+    push({ kind: 'SetNotNull', table: tr, column: c });
   if (l.identity === undefined && c.identity !== undefined)
     push({ kind: 'AddIdentity', table: tr, column: c });
   else if (l.identity !== undefined && c.identity !== undefined && l.identity !== c.identity)

@@ -5,6 +5,16 @@
 import type { Severity } from './changes.ts';
 import { SEVERITY_ORDER } from './changes.ts';
 import { canonicalJson, digestOf } from './canonical-json.ts';
+import type { PlanHeader } from './plan-header.ts';
+
+const HEADER_FIELDS = [
+  'dropped_tables',
+  'dropped_columns',
+  'dropped_schemas',
+  'rewritten_tables',
+  'dropped_table_rows',
+  'dropped_column_values',
+] as const satisfies readonly (keyof PlanHeader)[];
 
 export const PLAN_FORMAT_VERSION = 1;
 
@@ -32,6 +42,8 @@ export interface PlanDocument {
   readonly from_fingerprint: string;
   readonly to_fingerprint: string;
   readonly destructive: boolean;
+  /** Counts a reviewer reads first. Absent from plans written before it existed (same format version). */
+  readonly header?: PlanHeader;
   readonly statements: readonly PlanStatement[];
   readonly managed_rows: readonly ManagedRows[];
   readonly rows_fingerprint: string;
@@ -94,6 +106,14 @@ export function readPlan(bytes: Uint8Array): { plan: PlanDocument; digest: strin
       ...(st['transactional'] === false ? { transactional: false as const } : {}),
     };
   });
+  let header: PlanHeader | undefined;
+  if (o['header'] !== undefined) {
+    const h = o['header'] as Record<string, unknown>;
+    const count = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+    if (typeof h !== 'object' || h === null || !HEADER_FIELDS.every((f) => count(h[f])))
+      throw bad('header', `{${HEADER_FIELDS.join(', ')}} of counts`);
+    header = Object.fromEntries(HEADER_FIELDS.map((f) => [f, h[f]])) as unknown as PlanHeader;
+  }
   if (!Array.isArray(o['managed_rows'])) throw bad('managed_rows', 'an array');
   const managed = (o['managed_rows'] as unknown[]).map((m, i) => {
     const r = m as Record<string, unknown>;
@@ -123,6 +143,7 @@ export function readPlan(bytes: Uint8Array): { plan: PlanDocument; digest: strin
       from_fingerprint: o['from_fingerprint'] as string,
       to_fingerprint: o['to_fingerprint'] as string,
       destructive: o['destructive'],
+      ...(header !== undefined ? { header } : {}),
       statements,
       managed_rows: managed,
       rows_fingerprint: o['rows_fingerprint'] as string,

@@ -14,6 +14,7 @@ import { diffModels } from './diff.ts';
 import { emptyModel, type RowSet, type SchemaModel } from './model.ts';
 import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
 import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from './plan-file.ts';
+import { type PlanHeader, dropTargets, headerOf } from './plan-header.ts';
 import { excludeObjects, protectedMatcher } from './scope.ts';
 import type { DatabaseError } from './session.ts';
 import { mysqlDialect } from './mysql/mysql-dialect.ts';
@@ -214,6 +215,8 @@ export interface PlanResult {
   readonly bytes?: string;
   readonly digest?: string;
   readonly refusal?: Refusal;
+  /** What the plan drops and rewrites; present on refused plans too. */
+  readonly header: PlanHeader;
   readonly roundTrips: number;
 }
 
@@ -255,9 +258,15 @@ export async function plan(
   const session = await dialect.connect(url);
   try {
     await run(session, dialect.beginReadOnly());
-    const { live, desired, changes } = await computeChanges(dialect, session, source, scope);
+    const computed = await computeChanges(dialect, session, source, scope);
+    const { live, desired } = computed;
+    // Counted in the plan's own snapshot, so the header states what these very drops take with them.
+    const { header, changes } = headerOf(
+      computed.changes,
+      await dialect.countData(session, dropTargets(computed.changes)),
+    );
     await session.query('COMMIT');
-    const base = { dialect: dialect.name, changes, roundTrips: session.roundTrips };
+    const base = { dialect: dialect.name, changes, header, roundTrips: session.roundTrips };
     const unsupported = changes.filter((c) => c.kind === 'Unsupported');
     if (unsupported.length > 0) {
       return {
@@ -298,6 +307,7 @@ export async function plan(
       from_fingerprint: live.fingerprint,
       to_fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model: { ...desired, rows: [] } })),
       destructive: changes.some((c) => c.classification.destructive),
+      header,
       statements,
       managed_rows: managedRowsOf(desired),
       rows_fingerprint: digestOf(
@@ -363,6 +373,7 @@ export interface ApplyResult {
   readonly dialect: string;
   readonly statements: readonly PlanStatement[];
   readonly destructive: boolean;
+  readonly header?: PlanHeader;
   readonly failure?: ApplyFailure;
   readonly expectedFingerprint?: string;
   readonly actualFingerprint?: string;
@@ -390,7 +401,13 @@ export async function applyPlan(
             throw new DesiredSourceError(`the plan's dialect "${doc.dialect}" is not supported`);
           })(),
   );
-  const base = { digest, dialect: doc.dialect, statements: doc.statements, destructive: doc.destructive };
+  const base = {
+    digest,
+    dialect: doc.dialect,
+    statements: doc.statements,
+    destructive: doc.destructive,
+    ...(doc.header !== undefined ? { header: doc.header } : {}),
+  };
   if (options.dryRun) return { ...base, outcome: 'validated', roundTrips: 0 };
   if (url === undefined) throw new DesiredSourceError('no database URL: pass --url or set PTAH_DB_URL');
   const session = await dialect.connect(url);

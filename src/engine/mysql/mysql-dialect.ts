@@ -4,6 +4,7 @@ import { connectMysql, LOCK_RESULT, mysqlAdapterFacts } from './mysql-adapter.ts
 import { type DesiredModel, loadDesiredMysql, resolveWith } from './mysql-desired.ts';
 import {
   CATALOG_QUERY_COUNT,
+  countData,
   inspectMysql,
   normaliseRowValues,
   readRows,
@@ -26,6 +27,7 @@ export const mysqlDialect: SchemaDialect = {
   resolveDesired: async (session, desired) =>
     resolveWith(desired as DesiredModel, await readServerFacts(session)),
   render: renderMysql,
+  countData,
   // A MySQL schema is the connected database: unqualified names can mean nothing else.
   useDefaultSchema: () => [],
   // No transaction: each DDL statement commits on its own (and would commit an open transaction anyway).

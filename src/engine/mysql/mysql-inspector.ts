@@ -4,6 +4,7 @@
  */
 import type { RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
+import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
 import {
   normaliseTable,
@@ -269,6 +270,18 @@ function groupForeignKeys(rows: Row[]): Map<string, RawForeignKey[]> {
 }
 
 /** Reads declared row sets, one query per managed table; values come back as text. */
+/** Rows of each target table (non-NULL values of a target column), all in one query; none when no target. */
+export async function countData(session: Session, targets: readonly DropTarget[]): Promise<number[]> {
+  if (targets.length === 0) return [];
+  // The schema is the connected database, so a table is named alone, as the renderer names it.
+  const list = targets.map(
+    (t, i) =>
+      `(SELECT COUNT(${t.column === undefined ? '*' : quoteIdent(t.column)}) FROM ${quoteIdent(t.table)}) AS n${i}`,
+  );
+  const row = (await session.query(`SELECT ${list.join(', ')}`)).rows[0] ?? {};
+  return targets.map((_, i) => Number(row[`n${i}`] ?? 0));
+}
+
 export async function readRows(
   session: Session,
   live: SchemaModel,

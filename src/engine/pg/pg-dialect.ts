@@ -2,7 +2,13 @@
 import type { SchemaDialect } from '../dialect.ts';
 import { connectPostgres, pgAdapterFacts } from './pg-adapter.ts';
 import { loadDesiredSql } from './pg-desired.ts';
-import { CATALOG_QUERY_COUNT, inspectPostgres, normaliseRowValues, readRows } from './pg-inspector.ts';
+import {
+  CATALOG_QUERY_COUNT,
+  countData,
+  inspectPostgres,
+  normaliseRowValues,
+  readRows,
+} from './pg-inspector.ts';
 import { quoteIdent } from './pg-normalize.ts';
 import { renderPostgres } from './pg-renderer.ts';
 
@@ -16,6 +22,7 @@ export const postgresDialect: SchemaDialect = {
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
   render: renderPostgres,
+  countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.
   useDefaultSchema: (schema) => [`SET LOCAL search_path TO ${quoteIdent(schema)}`],
   // Applies serialise on one transaction-scoped advisory lock (bounded by lock_timeout), so a second apply

@@ -6,6 +6,7 @@
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import { DEFAULT_SCHEMA } from '../model.ts';
 import type { RowRequest, Session } from '../dialect.ts';
+import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 
@@ -294,6 +295,17 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
   }
   for (const u of unmanaged) b.addUnmanaged(u);
   return b.build();
+}
+
+/** Rows of each target table (non-NULL values of a target column), all in one query; none when no target. */
+export async function countData(session: Session, targets: readonly DropTarget[]): Promise<number[]> {
+  if (targets.length === 0) return [];
+  const list = targets.map(
+    (t, i) =>
+      `(SELECT count(${t.column === undefined ? '*' : quoteIdent(t.column)}) FROM ${quoteQualified(t.schema, t.table)}) AS n${i}`,
+  );
+  const row = (await session.query(`SELECT ${list.join(', ')}`)).rows[0] ?? {};
+  return targets.map((_, i) => Number(row[`n${i}`] ?? 0));
 }
 
 /** Reads declared row sets, one query per managed table; values come back as text. */

@@ -38,6 +38,8 @@ export interface SchemaCase {
    * current and desired mean that schema, not public.
    */
   readonly defaultSchema?: string;
+  /** Counts the plan header must show (a subset of its fields). */
+  readonly header?: Readonly<Record<string, number>>;
   readonly file: string;
 }
 
@@ -54,6 +56,7 @@ const CASE_KEYS = new Set([
   'protectedTables',
   'reverse',
   'defaultSchema',
+  'header',
 ]);
 
 export function loadCases(dir: string): SchemaCase[] {
@@ -227,6 +230,10 @@ async function runCaseAs(c: SchemaCase, url: string): Promise<void> {
       );
     }
     if (c.destructive !== undefined) assert.equal(p.plan?.destructive, c.destructive, 'destructive flag');
+    if (c.header !== undefined) {
+      const h = p.plan?.header as Readonly<Record<string, number>> | undefined;
+      for (const [k, v] of Object.entries(c.header)) assert.equal(h?.[k], v, `plan header ${k}`);
+    }
     const before = await rowCounts(client, currentModel);
     const a = await applyPlan(url, Buffer.from(p.bytes ?? ''));
     assert.equal(

@@ -196,4 +196,37 @@ describe('ptah schema CLI (postgres)', () => {
     const missing = await ptah(['apply']);
     assert.equal(missing.code, 2);
   });
+  test('the plan header counts drops and rewrites, loud in text and in --json and kept in the plan file', async () => {
+    const db = await server.createDatabase('cli_header');
+    const c = new pg.Client({ connectionString: db });
+    await c.connect();
+    await c.query(`CREATE TABLE gone (id int PRIMARY KEY); INSERT INTO gone VALUES (1), (2);
+      CREATE TABLE kept (id int PRIMARY KEY, note text, n int); INSERT INTO kept VALUES (1, 'x', 1), (2, NULL, 2)`);
+    await c.end();
+    const file = join(dir, 'header.sql');
+    writeFileSync(file, 'CREATE TABLE kept (id int PRIMARY KEY, n bigint, remark text);\n');
+    const env = { PTAH_DB_URL: db };
+    const text = await ptah(['plan', '--desired', file], env);
+    assert.equal(text.code, 3, text.stderr);
+    const lines = text.stdout.split('\n');
+    assert.equal(lines[0], '!!! DROPS 1 table (2 rows), 1 column (1 non-NULL value), 0 schemas !!!');
+    assert.equal(lines[1], '!!! REWRITES 1 table (exclusive lock while rewriting) !!!');
+    assert.match(
+      text.stdout,
+      /drops a column and its data \(1 non-NULL value\); if remark is this column renamed, declare it with -- ptah:renamed-from note/,
+    );
+    const out = join(dir, 'header-plan.json');
+    const json = await ptah(['plan', '--desired', file, '--out', out, '--json'], env);
+    const header = {
+      dropped_tables: 1,
+      dropped_table_rows: 2,
+      dropped_columns: 1,
+      dropped_column_values: 1,
+      dropped_schemas: 0,
+      rewritten_tables: 1,
+    };
+    assert.deepEqual((JSON.parse(json.stdout) as { header: unknown }).header, header);
+    const dry = await ptah(['apply', '--plan', out, '--dry-run', '--json']);
+    assert.deepEqual((JSON.parse(dry.stdout) as { header: unknown }).header, header);
+  });
 });

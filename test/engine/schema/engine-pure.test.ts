@@ -148,6 +148,21 @@ describe('plan file', () => {
     const bad = { ...doc, statements: [{ sql: 'x', severity: 'scary', reason: '' }] };
     assert.throws(() => readPlan(Buffer.from(JSON.stringify(bad))), /statements\[0\]/);
   });
+  test('the header round-trips, a plan without one still reads, and a bad count is rejected', () => {
+    const header = {
+      dropped_tables: 1,
+      dropped_table_rows: 5,
+      dropped_columns: 2,
+      dropped_column_values: 3,
+      dropped_schemas: 0,
+      rewritten_tables: 1,
+    };
+    const withHeader = { ...doc, header };
+    assert.deepEqual(readPlan(Buffer.from(serialisePlan(withHeader))).plan, withHeader);
+    assert.equal(readPlan(Buffer.from(serialisePlan(doc))).plan.header, undefined);
+    const bad = { ...doc, header: { ...header, dropped_tables: -1 } };
+    assert.throws(() => readPlan(Buffer.from(serialisePlan(bad))), /"header"/);
+  });
 });
 
 describe('scope', () => {
