@@ -30,6 +30,8 @@ export interface Column {
   readonly generated?: Expr;
   /** serial/bigserial/smallserial: an owned sequence feeds the default. */
   readonly serial?: boolean;
+  /** The sequence behind a serial column, when known (read from a database): retyped with the column. */
+  readonly serialSequence?: { readonly schema: string; readonly name: string };
   readonly collation?: string;
   readonly comment?: string;
   /** MySQL: `ON UPDATE` expression (e.g. CURRENT_TIMESTAMP); compared with the type. */

@@ -491,14 +491,14 @@ export class DesiredStateBuilder {
           col.notNull = false;
           break;
         case 'CONSTR_DEFAULT':
-          col.default = exprFromAst(c['raw_expr']);
+          col.default = exprFromAst(c['raw_expr'], this.defaultSchema);
           break;
         case 'CONSTR_IDENTITY':
           col.identity = c['generated_when'] === 'a' ? 'always' : 'by default';
           col.notNull = true;
           break;
         case 'CONSTR_GENERATED':
-          col.generated = exprFromAst(c['raw_expr']);
+          col.generated = exprFromAst(c['raw_expr'], this.defaultSchema);
           break;
         case 'CONSTR_ATTR_DEFERRABLE':
         case 'CONSTR_ATTR_NOT_DEFERRABLE':
@@ -571,7 +571,7 @@ export class DesiredStateBuilder {
         return {
           kind: 'Check',
           ...named,
-          expression: exprFromAst(c['raw_expr']),
+          expression: exprFromAst(c['raw_expr'], this.defaultSchema),
           ...(c['skip_validation'] === true ? { notValid: true } : {}),
         };
       case 'CONSTR_FOREIGN': {
@@ -610,7 +610,9 @@ export class DesiredStateBuilder {
       if (nullsRaw === 'SORTBY_NULLS_FIRST' && !descending) nulls = 'first';
       if (nullsRaw === 'SORTBY_NULLS_LAST' && descending) nulls = 'last';
       const base =
-        e['name'] !== undefined ? { column: String(e['name']) } : { expression: exprFromAst(e['expr']) };
+        e['name'] !== undefined
+          ? { column: String(e['name']) }
+          : { expression: exprFromAst(e['expr'], this.defaultSchema) };
       return {
         ...base,
         ...(opclass.length > 0 ? { opclass: opclass[opclass.length - 1] ?? '' } : {}),
@@ -629,7 +631,7 @@ export class DesiredStateBuilder {
       method: String(n['accessMethod'] ?? 'btree'),
       keys,
       include,
-      ...(n['whereClause'] !== undefined ? { where: exprFromAst(n['whereClause']) } : {}),
+      ...(n['whereClause'] !== undefined ? { where: exprFromAst(n['whereClause'], this.defaultSchema) } : {}),
       nullsNotDistinct: n['nulls_not_distinct'] === true,
     };
   }
@@ -685,7 +687,7 @@ export class DesiredStateBuilder {
         case 'AT_ColumnDefault': {
           const c = col();
           if (cmd['def'] === undefined) delete c.default;
-          else c.default = exprFromAst(cmd['def']);
+          else c.default = exprFromAst(cmd['def'], this.defaultSchema);
           break;
         }
         case 'AT_SetNotNull':
@@ -917,6 +919,7 @@ export class DesiredStateBuilder {
       )
         continue;
       col.serial = true;
+      col.serialSequence = { schema: seq.schema, name: seq.name };
       delete col.default;
       sequences.delete(key);
     }
@@ -1362,7 +1365,47 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
     return { ResTarget: { ...nm, val } };
   });
   const copy: AstNode = { ...sel, targetList: targets };
-  return canonicalKey(strip(copy));
+  return canonicalKey(strip(unqualifyScopes(copy)), defaultSchema);
+}
+
+/**
+ * The catalog qualifies every column in every SELECT of a view (each arm of a UNION, each CTE), so in any
+ * SELECT over a single relation a column qualified by that relation's name or alias loses the qualifier.
+ */
+function unqualifyScopes(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(unqualifyScopes);
+  if (!isRecord(node)) return node;
+  const out: AstNode = {};
+  for (const [k, v] of Object.entries(node)) {
+    const inner = unqualifyScopes(v);
+    // A set operation's arms are bare SELECT bodies; elsewhere a SELECT is wrapped as {SelectStmt: ...}.
+    out[k] =
+      (k === 'larg' || k === 'rarg' || k === 'SelectStmt') && isRecord(inner) ? unqualifyIn(inner) : inner;
+  }
+  return out;
+}
+
+function unqualifyIn(sel: AstNode): AstNode {
+  const from = (sel['fromClause'] as AstNode[] | undefined) ?? [];
+  const single =
+    from.length === 1 && isRecord(from[0]?.['RangeVar']) ? (from[0]['RangeVar'] as AstNode) : undefined;
+  if (!single) return sel;
+  const qualifiers = new Set([String(single['relname'])]);
+  if (isRecord(single['alias'])) qualifiers.add(String(single['alias']['aliasname']));
+  const strip = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(strip);
+    if (!isRecord(node)) return node;
+    if (isRecord(node['ColumnRef'])) {
+      const f = node['ColumnRef']['fields'] as AstNode[];
+      const first = names(f.slice(0, 1))[0];
+      if (f.length === 2 && first !== undefined && qualifiers.has(first))
+        return { ColumnRef: { fields: [f[1]] } };
+    }
+    const out: AstNode = {};
+    for (const [k, v] of Object.entries(node)) out[k] = strip(v);
+    return out;
+  };
+  return strip(sel) as AstNode;
 }
 
 /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */

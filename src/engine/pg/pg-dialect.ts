@@ -6,6 +6,7 @@ import {
   CATALOG_QUERY_COUNT,
   countData,
   inspectPostgres,
+  resolveDefaultOpclasses,
   normaliseRowValues,
   readRows,
 } from './pg-inspector.ts';
@@ -21,6 +22,7 @@ export const postgresDialect: SchemaDialect = {
   readRows,
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
+  resolveDesired: resolveDefaultOpclasses,
   render: renderPostgres,
   countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.

@@ -308,6 +308,37 @@ export async function countData(session: Session, targets: readonly DropTarget[]
   return targets.map((_, i) => Number(row[`n${i}`] ?? 0));
 }
 
+/**
+ * The catalog prints an index key's operator class only when it is not the default for the key's type, so
+ * a declared default one (`(name text_ops)`) is dropped from the desired model: one query, and only when
+ * some key names an operator class.
+ */
+export async function resolveDefaultOpclasses(session: Session, desired: SchemaModel): Promise<SchemaModel> {
+  const named = desired.tables.some((t) =>
+    t.indexes.some((i) => i.keys.some((k) => k.opclass !== undefined)),
+  );
+  if (!named) return desired;
+  const rows = (
+    await session.query(
+      `SELECT am.amname AS method, c.opcname AS name
+       FROM pg_opclass c JOIN pg_am am ON am.oid = c.opcmethod WHERE c.opcdefault`,
+    )
+  ).rows;
+  const defaults = new Set(rows.map((r) => JSON.stringify([str(r['method']), str(r['name'])])));
+  const tables = desired.tables.map((t) => ({
+    ...t,
+    indexes: t.indexes.map((i) => ({
+      ...i,
+      keys: i.keys.map((k) => {
+        if (k.opclass === undefined || !defaults.has(JSON.stringify([i.method, k.opclass]))) return k;
+        const { opclass: _default, ...rest } = k;
+        return rest;
+      }),
+    })),
+  }));
+  return { ...desired, tables };
+}
+
 /** Reads declared row sets, one query per managed table; values come back as text. */
 export async function readRows(
   session: Session,

@@ -5,6 +5,7 @@
  */
 import { deparseSync } from 'pgsql-deparser';
 import type { Expr, TypeRef } from '../model.ts';
+import { DEFAULT_SCHEMA } from '../model.ts';
 
 /** A node of libpg-query's JSON AST: `{ NodeType: { ...fields } }` or a bare field record. */
 export type AstNode = Record<string, unknown>;
@@ -184,13 +185,27 @@ function canon(node: unknown, ds: string): unknown {
   if (!isRecord(node)) return node;
   if (isRecord(node['TypeCast'])) {
     // The catalog adds casts to constants and columns (`(0)::numeric`, `(name)::text`); the meaning a
-    // declaration compares on is the same without them.
-    return canon(node['TypeCast']['arg'], ds);
+    // declaration compares on is the same without them. A typed literal whose stored spelling differs
+    // (`boolean 'yes'` is stored `true`, `'1.00'::money` is `'$1.00'::money`) compares by its value.
+    const arg = node['TypeCast']['arg'];
+    const type = names((node['TypeCast']['typeName'] as AstNode | undefined)?.['names']).pop();
+    const text = isRecord(arg) && isRecord(arg['A_Const']) ? constText(arg['A_Const']) : null;
+    if (text !== null && type === 'bool') {
+      const b = BOOLEAN_SPELLINGS[text.trim().toLowerCase()];
+      if (b !== undefined) return { A_Const: { boolval: b } };
+    }
+    if (text !== null && type === 'money') {
+      const n = Number(text.replace(/[^0-9.-]/g, ''));
+      if (Number.isFinite(n)) return { A_Const: { v: String(n) } };
+    }
+    return canon(arg, ds);
   }
   if (isRecord(node['A_Const'])) {
     const c = node['A_Const'];
     if (c['isnull'] === true) return { A_Const: { isnull: true } };
     if (isRecord(c['boolval'])) return { A_Const: { boolval: c['boolval']['boolval'] === true } };
+    // A bit-string literal (b'0101', x'5') is stored as the text of its bits ('0101'::bit).
+    if (isRecord(c['bsval'])) return { A_Const: { v: bitsOf(String(c['bsval']['bsval'] ?? '')) } };
     return { A_Const: { v: constText(c) } };
   }
   if (isRecord(node['A_Expr'])) {
@@ -203,6 +218,37 @@ function canon(node: unknown, ds: string): unknown {
       : isRecord(rexpr) && isRecord(rexpr['List'])
         ? (rexpr['List']['items'] as unknown[])
         : undefined;
+    // A row compared with a row is stored as its columns compared one by one.
+    const rowArgs = (x: unknown) =>
+      isRecord(x) && isRecord(x['RowExpr'])
+        ? ((x['RowExpr']['args'] as unknown[] | undefined) ?? [])
+        : undefined;
+    const rowCompare = (l: unknown[], r: unknown[], o: string): unknown =>
+      l.length === 1
+        ? { A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: o } }], lexpr: l[0], rexpr: r[0] } }
+        : {
+            BoolExpr: {
+              boolop: o === '=' ? 'AND_EXPR' : 'OR_EXPR',
+              args: l.map((x, i) => ({
+                A_Expr: { kind: 'AEXPR_OP', name: [{ String: { sval: o } }], lexpr: x, rexpr: r[i] },
+              })),
+            },
+          };
+    const lrow = rowArgs(e['lexpr']);
+    if (kind === 'AEXPR_OP' && (op === '=' || op === '<>') && lrow && rowArgs(rexpr)?.length === lrow.length)
+      return canon(rowCompare(lrow, rowArgs(rexpr) ?? [], op), ds);
+    if (kind === 'AEXPR_IN' && list && lrow && list.every((x) => rowArgs(x)?.length === lrow.length)) {
+      const each = list.map((x) => rowCompare(lrow, rowArgs(x) ?? [], op));
+      return canon(
+        each.length === 1
+          ? each[0]
+          : { BoolExpr: { boolop: op === '=' ? 'OR_EXPR' : 'AND_EXPR', args: each } },
+        ds,
+      );
+    }
+    // `x IN ('a')` is stored as `x = 'a'` (and NOT IN as <>).
+    if (kind === 'AEXPR_IN' && list?.length === 1)
+      return canon({ A_Expr: { kind: 'AEXPR_OP', name: e['name'], lexpr: e['lexpr'], rexpr: list[0] } }, ds);
     if (kind === 'AEXPR_IN' && list) {
       return canon(
         {
@@ -279,6 +325,49 @@ function canon(node: unknown, ds: string): unknown {
   return out;
 }
 
+const BOOLEAN_SPELLINGS: Readonly<Record<string, boolean>> = {
+  t: true,
+  true: true,
+  y: true,
+  yes: true,
+  on: true,
+  '1': true,
+  f: false,
+  false: false,
+  n: false,
+  no: false,
+  off: false,
+  '0': false,
+};
+
+/** `b0101` → `0101`, `x5` → `0101`: a bit-string literal as the bits it holds. */
+function bitsOf(raw: string): string {
+  if (raw.startsWith('x') || raw.startsWith('X'))
+    return [...raw.slice(1)].map((h) => parseInt(h, 16).toString(2).padStart(4, '0')).join('');
+  return raw.replace(/^[bB]/, '');
+}
+
+/**
+ * The catalog prints a bit-string default as `'0101'::"bit"`, and `bit` alone means bit(1): rendered as is,
+ * every insert using the default fails. Back to a bit literal, whose length is its own.
+ */
+function bitLiterals(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(bitLiterals);
+  if (!isRecord(node)) return node;
+  const cast = node['TypeCast'];
+  if (isRecord(cast)) {
+    const tn = cast['typeName'] as AstNode | undefined;
+    const type = names(tn?.['names']).pop();
+    const arg = cast['arg'];
+    const text = isRecord(arg) && isRecord(arg['A_Const']) ? arg['A_Const']['sval'] : undefined;
+    if ((type === 'bit' || type === 'varbit') && tn?.['typmods'] === undefined && isRecord(text))
+      return { A_Const: { bsval: { bsval: `b${String(text['sval'] ?? '')}` } } };
+  }
+  const out: AstNode = {};
+  for (const [k, v] of Object.entries(node)) out[k] = bitLiterals(v);
+  return out;
+}
+
 export function canonicalKey(node: unknown, defaultSchema: string = DEFAULT_SCHEMA): string {
   return JSON.stringify(canon(node, defaultSchema));
 }
@@ -288,7 +377,8 @@ export function deparseNode(node: unknown): string {
 }
 
 export function exprFromAst(node: unknown, defaultSchema: string = DEFAULT_SCHEMA): Expr {
-  return { text: deparseNode(node), key: canonicalKey(node, defaultSchema) };
+  const fixed = bitLiterals(node);
+  return { text: deparseNode(fixed), key: canonicalKey(fixed, defaultSchema) };
 }
 
 /** Every identifier is quoted: `"..."` with inner quotes doubled. */

@@ -94,8 +94,19 @@ const RENDER: RendererTable = {
   AlterColumnType: (c) => {
     const t = renderType(c.column.type);
     const coll = c.column.collation !== undefined ? ` COLLATE ${quoteIdent(c.column.collation)}` : '';
+    // No cast joins two user types (one enum to another): the value goes through its text form.
+    const via =
+      c.from.type.schema !== undefined && c.column.type.schema !== undefined
+        ? `::text${c.from.type.array ? '[]' : ''}`
+        : '';
+    const seq = c.from.serialSequence;
     return [
-      `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} TYPE ${t}${coll} USING ${quoteIdent(c.column.name)}::${t}`,
+      `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} TYPE ${t}${coll} USING ${quoteIdent(c.column.name)}${via}::${t}`,
+      // serial ↔ bigserial: the sequence feeding the column takes the new type too, or it stops at the old
+      // type's limit while the column could hold more.
+      ...(c.from.serial && c.column.serial && seq !== undefined
+        ? [`ALTER SEQUENCE ${quoteQualified(seq.schema, seq.name)} AS ${renderType(c.column.type)}`]
+        : []),
     ];
   },
   SetNotNull: (c) => [

@@ -101,12 +101,21 @@ describe('schema engine acceptance (postgres)', () => {
       'dialect',
       'format_version',
       'from_fingerprint',
+      'header',
       'managed_rows',
       'rows_fingerprint',
       'statements',
       'to_fingerprint',
     ]);
     assert.equal(doc['destructive'], true, 'dropping legacy and Other is destructive');
+    assert.deepEqual(doc['header'], {
+      dropped_tables: 2,
+      dropped_table_rows: 0,
+      dropped_columns: 0,
+      dropped_column_values: 0,
+      dropped_schemas: 0,
+      rewritten_tables: 0,
+    });
     assert.deepEqual(doc['managed_rows'], [
       { columns: ['category_id', 'name'], key: ['category_id'], schema: 'public', table: 'category' },
       { columns: ['language_id', 'name'], key: ['language_id'], schema: 'public', table: 'language' },
