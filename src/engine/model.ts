@@ -109,6 +109,8 @@ export interface Index {
   readonly include: readonly string[];
   readonly where?: Expr;
   readonly nullsNotDistinct: boolean;
+  /** PostgreSQL storage parameters (`WITH (fillfactor = 70)`) as sorted `name=value` texts. */
+  readonly storage?: readonly string[];
   readonly comment?: string;
   /** MySQL 8 / MariaDB 10.6+: the optimiser ignores the index (IGNORED in MariaDB, INVISIBLE in MySQL). */
   readonly invisible?: boolean;
@@ -296,5 +298,6 @@ export function indexKey(i: Index): string {
     i.where?.key ?? null,
     i.nullsNotDistinct,
     i.invisible ?? false,
+    i.storage ?? [],
   ]);
 }

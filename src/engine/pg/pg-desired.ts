@@ -494,6 +494,7 @@ export class DesiredStateBuilder {
           col.default = exprFromAst(c['raw_expr'], this.defaultSchema);
           break;
         case 'CONSTR_IDENTITY':
+          refuseIdentityOptions(c, col, `${what}: column ${colName}`);
           col.identity = c['generated_when'] === 'a' ? 'always' : 'by default';
           col.notNull = true;
           break;
@@ -633,6 +634,7 @@ export class DesiredStateBuilder {
       include,
       ...(n['whereClause'] !== undefined ? { where: exprFromAst(n['whereClause'], this.defaultSchema) } : {}),
       nullsNotDistinct: n['nulls_not_distinct'] === true,
+      ...storageParameters(n['options']),
     };
   }
 
@@ -699,6 +701,7 @@ export class DesiredStateBuilder {
         case 'AT_AddIdentity': {
           const c = col();
           const def = (cmd['def'] as AstNode)['Constraint'] as AstNode;
+          refuseIdentityOptions(def, c, `${what}: column ${c.name}`);
           c.identity = def['generated_when'] === 'a' ? 'always' : 'by default';
           c.notNull = true;
           break;
@@ -1294,6 +1297,43 @@ function literal(node: unknown, what: string): string | null {
   throw new DesiredStateError(
     `${what}: reference rows must hold literal values (numbers, strings, true/false, NULL)`,
   );
+}
+
+/** An index's `WITH (name = value, ...)`, as sorted `name=value` texts; absent when none. */
+function storageParameters(options: unknown): { storage?: string[] } {
+  const list = ((options as AstNode[] | undefined) ?? []).map((o) => {
+    const d = o['DefElem'] as AstNode;
+    return `${String(d['defname']).toLowerCase()}=${defElemValue(d['arg']).toLowerCase()}`;
+  });
+  return list.length === 0 ? {} : { storage: list.sort() };
+}
+
+/**
+ * An identity column's sequence options are not in the model: any that differs from what PostgreSQL
+ * would choose anyway is refused rather than dropped (pg_dump's spelled-out defaults are accepted).
+ */
+function refuseIdentityOptions(c: AstNode, col: Column, what: string): void {
+  const [, hi] = SEQ_LIMITS[col.type.name] ?? SEQ_LIMITS['bigint'] ?? ['', ''];
+  const defaults: Readonly<Record<string, readonly (string | undefined)[]>> = {
+    start: ['1'],
+    increment: ['1'],
+    minvalue: [undefined, '1'],
+    maxvalue: [undefined, hi],
+    cache: ['1'],
+    cycle: ['false'],
+    as: [col.type.name, undefined],
+  };
+  for (const o of (c['options'] as AstNode[] | undefined) ?? []) {
+    const d = o['DefElem'] as AstNode;
+    const name = String(d['defname']);
+    if (name === 'sequence_name') continue;
+    const value = d['arg'] === undefined ? undefined : defElemValue(d['arg']);
+    const allowed = defaults[name];
+    if (allowed === undefined || !allowed.includes(value))
+      throw new DesiredStateError(
+        `${what}: the identity option ${name.toUpperCase()}${value === undefined ? '' : ` ${value}`} is not managed by the schema engine; remove it (the engine would not keep it) or set it with ALTER SEQUENCE in a migration`,
+      );
+  }
 }
 
 /** The name parts of the sequence a `nextval('...')` default reads, or undefined for any other default. */

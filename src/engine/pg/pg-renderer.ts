@@ -38,8 +38,17 @@ function indexDefinition(table: string, i: Index): string {
   });
   return (
     `CREATE ${i.unique ? 'UNIQUE ' : ''}INDEX ${i.name === undefined ? '' : quoteIdent(i.name) + ' '}ON ${table} USING ${quoteIdent(i.method)} (${keys.join(', ')})` +
-    `${i.include.length > 0 ? ` INCLUDE (${cols(i.include)})` : ''}${i.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''}${i.where !== undefined ? ` WHERE (${i.where.text})` : ''}`
+    `${i.include.length > 0 ? ` INCLUDE (${cols(i.include)})` : ''}${i.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''}${storage(i)}${i.where !== undefined ? ` WHERE (${i.where.text})` : ''}`
   );
+}
+
+function storage(i: Index): string {
+  if (i.storage === undefined || i.storage.length === 0) return '';
+  const params = i.storage.map((p) => {
+    const at = p.indexOf('=');
+    return `${quoteIdent(p.slice(0, at))} = ${quoteLiteral(p.slice(at + 1))}`;
+  });
+  return ` WITH (${params.join(', ')})`;
 }
 
 function sequenceOptions(s: Sequence): string {
