@@ -249,9 +249,12 @@ function canon(node: unknown, ds: string): unknown {
     // `x IS [NOT] DISTINCT FROM NULL` is stored as `x IS [NOT] NULL`.
     const isNull = (x: unknown) => isRecord(x) && isRecord(x['A_Const']) && x['A_Const']['isnull'] === true;
     if ((kind === 'AEXPR_DISTINCT' || kind === 'AEXPR_NOT_DISTINCT') && isNull(rexpr))
-      return canon({
-        NullTest: { arg: e['lexpr'], nulltesttype: kind === 'AEXPR_DISTINCT' ? 'IS_NOT_NULL' : 'IS_NULL' },
-      });
+      return canon(
+        {
+          NullTest: { arg: e['lexpr'], nulltesttype: kind === 'AEXPR_DISTINCT' ? 'IS_NOT_NULL' : 'IS_NULL' },
+        },
+        ds,
+      );
     // `x IN ('a')` is stored as `x = 'a'` (and NOT IN as <>).
     if (kind === 'AEXPR_IN' && list?.length === 1)
       return canon({ A_Expr: { kind: 'AEXPR_OP', name: e['name'], lexpr: e['lexpr'], rexpr: list[0] } }, ds);
