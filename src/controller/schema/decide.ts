@@ -661,6 +661,10 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     st.claim = claim;
   }
 
+  if (job.state === 'running' && input.harvest?.kind === 'credential-unavailable') {
+    credentialMissing(b, input, claim, input.harvest.message);
+    return;
+  }
   if (job.state === 'running') {
     if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
     b.requeue(JOB_POLL_MS);
@@ -700,6 +704,23 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     return;
   }
   handleResult(b, input, claim, harvest.result);
+}
+
+/**
+ * The operation container cannot start: its Secret or key is missing. The Job is deleted, so it cannot start
+ * later once the Secret appears; the next attempt is a new operation after the retry interval. An Apply's
+ * container never started, but a Pod deleted in the same instant cannot be proved idle, so its outcome is
+ * unknown and its proof reads the database (and fails the same way while the Secret stays missing).
+ */
+function credentialMissing(b: Builder, input: DecideInput, claim: Claim, message: string): void {
+  b.post.push(finishJob(claim));
+  if (claim.type === 'Apply') {
+    b.event('Warning', 'CredentialUnavailable', `apply ${claim.jobName} cannot start: ${message}`);
+    applyEnded(b, input, claim, 'Unknown');
+    return;
+  }
+  endChain(b, claim);
+  fail(b, input, claim.type, 'CredentialUnavailable', message);
 }
 
 /**

@@ -65,6 +65,51 @@ export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): H
   return { kind: 'refused', message: accepted.message };
 }
 
+const DATABASE_URL_ENV = 'PTAH_DB_URL';
+
+/**
+ * The operation container waits with CreateContainerConfigError because the database URL's Secret or key
+ * is missing: the cause, naming both (from the Pod's own spec, never the Secret), or undefined. The kubelet's
+ * message is matched, not copied, so nothing else it might say reaches status.
+ */
+export function credentialUnavailable(pod: V1Pod): Harvest | undefined {
+  const status = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);
+  const waiting = status?.state?.waiting;
+  if (waiting?.reason !== 'CreateContainerConfigError') return undefined;
+  const container = pod.spec?.containers.find((c) => c.name === MAIN_CONTAINER);
+  const ref = container?.env?.find((e) => e.name === DATABASE_URL_ENV)?.valueFrom?.secretKeyRef;
+  if (ref?.name === undefined) return undefined;
+  const namespace = pod.metadata?.namespace ?? '';
+  const text = (waiting.message ?? '').slice(0, 512);
+  const where = `Secret ${namespace}/${ref.name} key ${ref.key}`;
+  if (text === `secret "${ref.name}" not found`) {
+    return { kind: 'credential-unavailable', message: `${where}: the Secret does not exist` };
+  }
+  if (text === `couldn't find key ${ref.key} in Secret ${namespace}/${ref.name}`) {
+    return { kind: 'credential-unavailable', message: `${where}: the Secret has no such key` };
+  }
+  return undefined;
+}
+
+/**
+ * While the claimed Job runs: whether its Pod is stuck on a missing credential (undefined when it is not, or
+ * when the Pods cannot be listed right now; the Job's own end is then awaited as before).
+ */
+export async function blockedJob(
+  core: CoreV1Api,
+  namespace: string,
+  claim: Claim,
+  jobUid: string,
+): Promise<Harvest | undefined> {
+  let pods: V1Pod[];
+  try {
+    pods = await jobPods(core, namespace, { name: claim.jobName, uid: jobUid });
+  } catch {
+    return undefined;
+  }
+  return pods.length === 1 ? credentialUnavailable(pods[0]!) : undefined;
+}
+
 /**
  * Reads the result from the one Pod the claimed Job (this UID, not merely this name) controls; `jobUid` is the
  * Job found under the claimed name, which must be the one the claim recorded once it has recorded one.

@@ -88,7 +88,13 @@ export type Harvest =
   /** A frame that is corrupt, for another claim, or absent from a finished container. */
   | { readonly kind: 'refused'; readonly message: string }
   /** The log could not be read right now (API error); try again shortly. */
-  | { readonly kind: 'unavailable'; readonly message: string };
+  | { readonly kind: 'unavailable'; readonly message: string }
+  /**
+   * The node cannot start the operation container because the Secret or its key is missing
+   * (CreateContainerConfigError): seen while the Job still runs, so nothing waits for its deadline. The
+   * message names the Secret and key, never a value.
+   */
+  | { readonly kind: 'credential-unavailable'; readonly message: string };
 
 export interface ApprovalView {
   readonly name: string;

@@ -47,7 +47,7 @@ import {
 } from '../../sources/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
-import { harvestJob, observeJob } from './harvest.ts';
+import { blockedJob, harvestJob, observeJob } from './harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from './kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
@@ -159,6 +159,15 @@ export class SchemaReconciler {
           const applied = await this.appliedPlanTarget(view, claim.planRef);
           if (applied !== undefined) extra = { ...extra, appliedPlanTargetIdentity: applied };
         }
+      }
+      // A Pod the node cannot configure (its Secret or key is missing) fails now, not at the Job's deadline.
+      if (
+        observed.state === 'running' &&
+        extra.leaseContinuityLost !== true &&
+        isClaimedJob(claim, observed)
+      ) {
+        const blocked = await blockedJob(this.deps.core, view.namespace, claim, observed.uid);
+        if (blocked !== undefined) extra = { ...extra, harvest: blocked };
       }
     }
     // The database this resource reads, as the runner reported it (a finished Observe reports it first).

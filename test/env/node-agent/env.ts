@@ -25,6 +25,8 @@ export function decodedData(kind: 'secrets' | 'configmaps', object: KeyedData): 
 }
 
 const KIND_NAMES = { secrets: 'secret', configmaps: 'configmap' } as const;
+/** The kubelet's spelling in "couldn't find key k in Secret ns/name". */
+const KIND_TITLES = { secrets: 'Secret', configmaps: 'ConfigMap' } as const;
 
 /** `metadata.name`, `metadata.labels['k']`, `status.podIP`, ...: the fields the downward API offers. */
 export function podField(pod: Pod, fieldPath: string, podIP: string): string {
@@ -117,7 +119,7 @@ export async function resolveContainerEnv(
         if (keyRef.optional) continue;
         throw new ContainerConfigError(
           values
-            ? `couldn't find key ${keyRef.key} in ${KIND_NAMES[kind]} ${namespace}/${keyRef.name}`
+            ? `couldn't find key ${keyRef.key} in ${KIND_TITLES[kind]} ${namespace}/${keyRef.name}`
             : `${KIND_NAMES[kind]} "${keyRef.name}" not found`,
         );
       }

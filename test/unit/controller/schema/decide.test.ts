@@ -519,6 +519,34 @@ describe('schema lifecycle decision', () => {
     );
   });
 
+  it('a running Job stuck on a missing credential fails now: the Job goes, the cause names the Secret', () => {
+    const claimed = decide(input(schema({}), T0)).status;
+    const message = 'Secret ns/db key url: the Secret does not exist';
+    const d = decide(
+      input(schema(claimed), T0 + 1000, {
+        job: { state: 'running', uid: 'job-uid' },
+        harvest: { kind: 'credential-unavailable', message },
+      }),
+    );
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(d.status.claim, undefined);
+    const failed = d.status.conditions?.find((c) => c.type === 'ReconciliationFailed');
+    assert.equal(failed?.status, 'True');
+    assert.equal(failed?.reason, 'CredentialUnavailable');
+    assert.equal(failed?.message, message);
+    assert.deepEqual(
+      d.post.filter((a) => a.kind === 'finishJob'),
+      [{ kind: 'finishJob', jobName: claimed.claim!.jobName, jobUID: 'job-uid' }],
+    );
+    assert.deepEqual(
+      d.events.map((e) => [e.type, e.reason]),
+      [['Warning', 'CredentialUnavailable']],
+    );
+    // Without the cause a running Job is simply waited for.
+    const waiting = decide(input(schema(claimed), T0 + 1000, { job: { state: 'running', uid: 'job-uid' } }));
+    assert.notEqual(waiting.status.phase, 'Failed');
+  });
+
   it('blocks an unsupported engine and a realm conflict before any Job', () => {
     const u = decide(input(schema({}), T0, { engineSupported: false }));
     assert.equal(u.status.phase, 'Blocked');

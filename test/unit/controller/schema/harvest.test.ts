@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { Claim } from '../../../../src/api/ptah-schema.ts';
-import { harvestJob } from '../../../../src/controller/schema/harvest.ts';
+import { credentialUnavailable, harvestJob } from '../../../../src/controller/schema/harvest.ts';
 import { controlledBy } from '../../../../src/controller/schema/kube.ts';
 import { encodeFrame } from '../../../../src/protocol/frame.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/protocol/result.ts';
@@ -106,5 +106,47 @@ describe('harvest: only Pods the claimed Job controls', () => {
       ['ours'],
     );
     assert.deepEqual(controlledBy([ours], ''), [], 'an unknown Job UID matches nothing');
+  });
+});
+
+describe('credentialUnavailable', () => {
+  function waitingPod(message: string, reason = 'CreateContainerConfigError'): V1Pod {
+    return {
+      metadata: { name: 'p', namespace: 'ns' },
+      spec: {
+        containers: [
+          {
+            name: 'ptah',
+            env: [{ name: 'PTAH_DB_URL', valueFrom: { secretKeyRef: { name: 'db', key: 'url' } } }],
+          },
+        ],
+      },
+      status: { containerStatuses: [waitingStatus(reason, message)] },
+    } as V1Pod;
+  }
+  function waitingStatus(reason: string, message: string) {
+    return {
+      name: 'ptah',
+      image: 'i',
+      imageID: '',
+      ready: false,
+      restartCount: 0,
+      state: { waiting: { reason, message } },
+    };
+  }
+
+  it('names the Secret and key for the kubelet messages, and nothing else', () => {
+    assert.deepEqual(credentialUnavailable(waitingPod('secret "db" not found')), {
+      kind: 'credential-unavailable',
+      message: 'Secret ns/db key url: the Secret does not exist',
+    });
+    assert.deepEqual(credentialUnavailable(waitingPod("couldn't find key url in Secret ns/db")), {
+      kind: 'credential-unavailable',
+      message: 'Secret ns/db key url: the Secret has no such key',
+    });
+    // Another Secret's message, another config error or another waiting reason is not this cause.
+    assert.equal(credentialUnavailable(waitingPod('secret "other" not found')), undefined);
+    assert.equal(credentialUnavailable(waitingPod('unsupported fieldRef x')), undefined);
+    assert.equal(credentialUnavailable(waitingPod('secret "db" not found', 'ContainerCreating')), undefined);
   });
 });
