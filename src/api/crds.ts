@@ -4,6 +4,14 @@
  */
 import { stringify } from 'yaml';
 import { API_GROUP, API_VERSION } from './meta.ts';
+import { ptahMigrationSpec, ptahMigrationStatus } from './ptah-migration.ts';
+import {
+  ptahMigrationApprovalSpec,
+  ptahMigrationApprovalStatus,
+  ptahMigrationRunAcknowledgmentSpec,
+  ptahMigrationRunAcknowledgmentStatus,
+} from './ptah-migration-approval.ts';
+import { ptahMigrationPlanSpec, ptahMigrationPlanStatus } from './ptah-migration-plan.ts';
 import { ptahSchemaSpec, ptahSchemaStatus } from './ptah-schema.ts';
 import { ptahSchemaApprovalSpec, ptahSchemaApprovalStatus } from './ptah-schema-approval.ts';
 import { ptahSchemaPlanSpec, ptahSchemaPlanStatus } from './ptah-schema-plan.ts';
@@ -31,6 +39,10 @@ interface KindDefinition {
 
 const condition = (type: string) => `.status.conditions[?(@.type=="${type}")]`;
 const age: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+const jobLabelName: CelRule = {
+  rule: 'size(self.metadata.name) <= 63',
+  message: 'the name is carried whole in Job labels, so it must be at most 63 characters',
+};
 
 export const KINDS: readonly KindDefinition[] = [
   {
@@ -41,12 +53,7 @@ export const KINDS: readonly KindDefinition[] = [
     description: 'A database schema declared from a source and converged through plans.',
     spec: ptahSchemaSpec,
     status: ptahSchemaStatus,
-    rootRules: [
-      {
-        rule: 'size(self.metadata.name) <= 63',
-        message: 'the name is carried whole in Job labels, so it must be at most 63 characters',
-      },
-    ],
+    rootRules: [jobLabelName],
     printerColumns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
       { name: 'Digest', type: 'string', jsonPath: '.status.resolution.contentDigest', priority: 1 },
@@ -88,6 +95,72 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Approver', type: 'string', jsonPath: '.spec.approver.username' },
       { name: 'Accepted', type: 'string', jsonPath: `${condition('Accepted')}.status` },
       { name: 'Stale', type: 'string', jsonPath: `${condition('Stale')}.status` },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahMigration',
+    plural: 'ptahmigrations',
+    singular: 'ptahmigration',
+    shortNames: ['ptahm'],
+    description: 'A versioned migration directory applied in order through approved plans.',
+    spec: ptahMigrationSpec,
+    status: ptahMigrationStatus,
+    rootRules: [jobLabelName],
+    printerColumns: [
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      { name: 'Current', type: 'integer', jsonPath: '.status.history.currentVersion' },
+      { name: 'Pending', type: 'integer', jsonPath: '.status.history.pendingCount' },
+      { name: 'Outcome', type: 'string', jsonPath: '.status.lastRun.outcome' },
+      { name: 'Digest', type: 'string', jsonPath: '.status.resolution.contentDigest', priority: 1 },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahMigrationPlan',
+    plural: 'ptahmigrationplans',
+    singular: 'ptahmigrationplan',
+    shortNames: ['ptahmplan'],
+    description: 'An immutable migration sequence computed for a PtahMigration; it stores no SQL.',
+    spec: ptahMigrationPlanSpec,
+    status: ptahMigrationPlanStatus,
+    printerColumns: [
+      { name: 'Migration', type: 'string', jsonPath: '.spec.migrationRef.name' },
+      { name: 'From', type: 'integer', jsonPath: '.spec.binding.currentVersion' },
+      { name: 'Fingerprint', type: 'string', jsonPath: '.spec.fingerprint', priority: 1 },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahMigrationApproval',
+    plural: 'ptahmigrationapprovals',
+    singular: 'ptahmigrationapproval',
+    shortNames: ['ptahmapprove'],
+    description: 'A decision to run exactly one PtahMigrationPlan, stamped with the approver by admission.',
+    spec: ptahMigrationApprovalSpec,
+    status: ptahMigrationApprovalStatus,
+    printerColumns: [
+      { name: 'Migration', type: 'string', jsonPath: '.spec.migrationRef.name' },
+      { name: 'Plan', type: 'string', jsonPath: '.spec.planRef.name' },
+      { name: 'Approver', type: 'string', jsonPath: '.spec.approver.username' },
+      { name: 'Consumed', type: 'string', jsonPath: `${condition('Consumed')}.status` },
+      age,
+    ],
+  },
+  {
+    kind: 'PtahMigrationRunAcknowledgment',
+    plural: 'ptahmigrationrunacknowledgments',
+    singular: 'ptahmigrationrunacknowledgment',
+    shortNames: ['ptahmack'],
+    description: 'A person settling a migration run recorded as unresolved, stamped by admission.',
+    spec: ptahMigrationRunAcknowledgmentSpec,
+    status: ptahMigrationRunAcknowledgmentStatus,
+    printerColumns: [
+      { name: 'Migration', type: 'string', jsonPath: '.spec.migrationRef.name' },
+      { name: 'Acknowledged By', type: 'string', jsonPath: '.spec.acknowledgedBy.username' },
+      { name: 'Consumed', type: 'string', jsonPath: `${condition('Consumed')}.status` },
+      { name: 'Stale', type: 'string', jsonPath: `${condition('Stale')}.status` },
+      { name: 'Operation', type: 'string', jsonPath: '.spec.operationId', priority: 1 },
       age,
     ],
   },

@@ -4,6 +4,11 @@
  * changed input produces a different plan rather than a changed one.
  */
 import { canonicalDigest, type Sha256Digest } from './digest.ts';
+import {
+  MIGRATION_PLAN_CONTRACT_VERSION,
+  type MigrationPlanBinding,
+  type PlannedMigration,
+} from './ptah-migration-plan.ts';
 import { PLAN_CONTRACT_VERSION, type PlanBinding } from './ptah-schema-plan.ts';
 import { policy as policyNode, type Engine, type PolicySpec } from './ptah-schema.ts';
 import { withDefaults } from './schema-dsl.ts';
@@ -27,6 +32,52 @@ export function schemaPlanFingerprint(binding: PlanBinding): Sha256Digest {
     throw new FingerprintError('a plan from a ConfigMap source must bind the ConfigMap UID');
   }
   return canonicalDigest({ ...binding });
+}
+
+/**
+ * The digest of the ordered sequence: each file's version, version key, checksum, checkpoint flag and
+ * transaction mode, in run order. The description is left out: it names the file for a person and changes
+ * nothing Ptah executes or compares.
+ */
+export function migrationSequenceDigest(migrations: readonly PlannedMigration[]): Sha256Digest {
+  return canonicalDigest(
+    migrations.map((m) => ({
+      version: m.version,
+      versionKey: m.versionKey,
+      checksum: m.checksum,
+      checkpoint: m.checkpoint,
+      transactionMode: m.transactionMode,
+    })),
+  );
+}
+
+/**
+ * The fingerprint a migration approval names: the execution and target identity the schema plan binds,
+ * and instead of observed and desired state, the sequence, the history it was selected against, the version
+ * that history stood at and the policy's transaction mode (unset a value of its own).
+ */
+export function migrationPlanFingerprint(
+  binding: MigrationPlanBinding,
+  migrations: readonly PlannedMigration[],
+): Sha256Digest {
+  if (binding.contractVersion !== MIGRATION_PLAN_CONTRACT_VERSION) {
+    throw new FingerprintError(
+      `migration plan contract version ${binding.contractVersion} is not supported; this release uses ${MIGRATION_PLAN_CONTRACT_VERSION}`,
+    );
+  }
+  if (
+    binding.sourceType === 'ConfigMap' &&
+    (binding.configMapUID === undefined || binding.configMapUID === '')
+  ) {
+    throw new FingerprintError('a migration plan from a ConfigMap source must bind the ConfigMap UID');
+  }
+  if (migrations.length === 0) throw new FingerprintError('a migration plan needs at least one migration');
+  return canonicalDigest({ ...binding, sequenceDigest: migrationSequenceDigest(migrations) });
+}
+
+/** `ptah-mplan-<24 hex>` from the fingerprint: the same bindings always name the same plan. */
+export function migrationPlanName(fingerprint: Sha256Digest): string {
+  return `ptah-mplan-${hexOf(fingerprint).slice(0, 24)}`;
 }
 
 /**

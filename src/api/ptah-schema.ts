@@ -199,7 +199,8 @@ export const policy = object({
 });
 export type PolicySpec = Infer<typeof policy>;
 
-const duration = (description: string, min: string, max: string) =>
+/** A Go-style duration between two bounds, refused by the API server outside them. */
+export const boundedDuration = (description: string, min: string, max: string) =>
   string({
     description,
     pattern: DURATION_PATTERN,
@@ -217,14 +218,17 @@ export const execution = object({
     integer({ minimum: 30, maximum: 86400, description: 'Deadline of every operation Job and its Pod.' }),
     900,
   ),
-  failureRetryInterval: defaulted(duration('Wait before a failed operation is retried.', '5s', '1h'), '30s'),
+  failureRetryInterval: defaulted(
+    boundedDuration('Wait before a failed operation is retried.', '5s', '1h'),
+    '30s',
+  ),
 });
 
 export const ptahSchemaSpec = object({
   target,
   desired: desiredSource,
   policy: defaulted(policy, {} as PolicySpec),
-  interval: defaulted(duration('How often the database is read again.', '10s', '24h'), '10m'),
+  interval: defaulted(boundedDuration('How often the database is read again.', '10s', '24h'), '10m'),
   execution: defaulted(execution, {} as Infer<typeof execution>),
   suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
 });
@@ -290,37 +294,45 @@ export const drift = object({
 });
 export type DriftSummary = Infer<typeof drift>;
 
-export const claim = object(
-  {
-    type: enumOf(OPERATION_TYPES, { description: 'The operation claimed.' }),
-    operationId: digest('Deterministic id of the operation.'),
-    inputsFingerprint: digest('Digest of everything the operation was decided from.'),
-    jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
-    jobUID: optional(uid('UID of the created Job, once read back.')),
-    attempt: integer({ minimum: 1 }),
-    generation: integer({
-      format: 'int64',
-      minimum: 0,
-      description: 'The resource generation claimed under.',
-    }),
-    startedAt: timestamp('When the claim was written.'),
-    dispatchStarted: optional(
-      boolean({ description: 'Set before the Job is created; never cleared for Apply.' }),
-    ),
-    contentDigest: optional(digest('Content digest the operation is bound to.')),
-    snapshotName: optional(objectName('Snapshot the operation mounts.')),
-    planRef: optional(objectRef('Plan an Apply executes.')),
-    approvalRef: optional(objectRef('Approval an Apply consumes.')),
-    leaseEpoch: optional(string({ maxLength: 64 })),
-    leaseDurationSeconds: optional(integer({ minimum: 5, maximum: 86460 })),
-    applyOutcome: optional(
-      enumOf(['Succeeded', 'Unknown'], {
-        description: 'For the proof after an Apply: how that Apply ended, as far as anything could tell.',
+/**
+ * The claim shape both resource families share; only the operations a family runs differ, so each family
+ * builds it from its own list and a schema claim can never name a migration operation or the reverse.
+ */
+export function claimOf<const V extends readonly [string, ...string[]]>(operations: V) {
+  return object(
+    {
+      type: enumOf(operations, { description: 'The operation claimed.' }),
+      operationId: digest('Deterministic id of the operation.'),
+      inputsFingerprint: digest('Digest of everything the operation was decided from.'),
+      jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+      jobUID: optional(uid('UID of the created Job, once read back.')),
+      attempt: integer({ minimum: 1 }),
+      generation: integer({
+        format: 'int64',
+        minimum: 0,
+        description: 'The resource generation claimed under.',
       }),
-    ),
-  },
-  { description: 'The operation in flight, written before its Job exists.' },
-);
+      startedAt: timestamp('When the claim was written.'),
+      dispatchStarted: optional(
+        boolean({ description: 'Set before the Job is created; never cleared for Apply.' }),
+      ),
+      contentDigest: optional(digest('Content digest the operation is bound to.')),
+      snapshotName: optional(objectName('Snapshot the operation mounts.')),
+      planRef: optional(objectRef('Plan an Apply executes.')),
+      approvalRef: optional(objectRef('Approval an Apply consumes.')),
+      leaseEpoch: optional(string({ maxLength: 64 })),
+      leaseDurationSeconds: optional(integer({ minimum: 5, maximum: 86460 })),
+      applyOutcome: optional(
+        enumOf(['Succeeded', 'Unknown'], {
+          description: 'For the proof after an Apply: how that Apply ended, as far as anything could tell.',
+        }),
+      ),
+    },
+    { description: 'The operation in flight, written before its Job exists.' },
+  );
+}
+
+export const claim = claimOf(OPERATION_TYPES);
 export type Claim = Infer<typeof claim>;
 
 export const planStatus = object({
@@ -372,25 +384,50 @@ export type JournalEntryType = (typeof JOURNAL_ENTRY_TYPES)[number];
 
 const reason = string({ pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$', maxLength: 128 });
 
-export const journalEntry = object({
-  type: enumOf(JOURNAL_ENTRY_TYPES),
-  time: timestamp('When it happened (for a coalesced failure, the first of the run).'),
-  reason: optional(reason),
-  outcome: optional(string({ pattern: '^[A-Za-z]+$', maxLength: 64 })),
-  operation: optional(enumOf(OPERATION_TYPES)),
-  plan: optional(objectName('A plan in the resource namespace.')),
-  approval: optional(objectName('An approval in the resource namespace.')),
-  approver: optional(string({ maxLength: 512 })),
-  startedAt: optional(timestamp('When the operation started, to read how long it took.')),
-  count: optional(integer({ minimum: 1, description: 'Failures in a row with this operation and reason.' })),
-  lastTime: optional(timestamp('The last of the coalesced failures.')),
-});
+/** The journal both families keep; as with claims, each family names its own operations. */
+export function journalEntryOf<const V extends readonly [string, ...string[]]>(operations: V) {
+  return object({
+    type: enumOf(JOURNAL_ENTRY_TYPES),
+    time: timestamp('When it happened (for a coalesced failure, the first of the run).'),
+    reason: optional(reason),
+    outcome: optional(string({ pattern: '^[A-Za-z]+$', maxLength: 64 })),
+    operation: optional(enumOf(operations)),
+    plan: optional(objectName('A plan in the resource namespace.')),
+    approval: optional(objectName('An approval in the resource namespace.')),
+    approver: optional(string({ maxLength: 512 })),
+    startedAt: optional(timestamp('When the operation started, to read how long it took.')),
+    count: optional(
+      integer({ minimum: 1, description: 'Failures in a row with this operation and reason.' }),
+    ),
+    lastTime: optional(timestamp('The last of the coalesced failures.')),
+    appliedCount: optional(
+      integer({
+        minimum: 0,
+        maximum: 256,
+        description: 'For RunFinished: how many versions the run applied.',
+      }),
+    ),
+    stoppedAtVersion: optional(
+      integer({
+        format: 'int64',
+        minimum: 1,
+        description: 'For RunFinished: the version the run stopped at.',
+      }),
+    ),
+  });
+}
+
+export function journalOf<const V extends readonly [string, ...string[]]>(operations: V) {
+  return object({
+    coveredSince: timestamp('The journal is complete from this instant on.'),
+    entries: array(journalEntryOf(operations), { maxItems: 64, listType: 'atomic' }),
+  });
+}
+
+export const journalEntry = journalEntryOf(OPERATION_TYPES);
 export type JournalEntry = Infer<typeof journalEntry>;
 
-export const journal = object({
-  coveredSince: timestamp('The journal is complete from this instant on.'),
-  entries: array(journalEntry, { maxItems: 64, listType: 'atomic' }),
-});
+export const journal = journalOf(OPERATION_TYPES);
 export type Journal = Infer<typeof journal>;
 
 export const ptahSchemaStatus = object({

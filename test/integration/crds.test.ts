@@ -10,6 +10,9 @@ import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { setCondition } from '../../src/api/conditions.ts';
 import { buildCrds, crdFileName } from '../../src/api/crds.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
+import { migrationPlanFingerprint, migrationPlanName } from '../../src/api/fingerprint.ts';
+import { MAX_PLAN_MIGRATIONS, type PtahMigrationStatus } from '../../src/api/ptah-migration.ts';
+import type { MigrationPlanBinding, PtahMigrationPlanSpec } from '../../src/api/ptah-migration-plan.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaStatus } from '../../src/api/ptah-schema.ts';
 import { buildClaim, type OperationInputs } from '../../src/controller/claims/claim.ts';
@@ -233,4 +236,223 @@ describe('PtahSchemaPlan and PtahSchemaApproval CRDs', () => {
     );
     assert.match(why ?? 'accepted', /an approval is immutable/);
   });
+});
+
+const migrationBody = (name: string, spec: Record<string, unknown> = {}) => ({
+  apiVersion: `${API_GROUP}/${API_VERSION}`,
+  kind: 'PtahMigration',
+  metadata: { name },
+  spec: {
+    target: { engine: 'mysql', coordinationKey: 'orders', urlFrom: { name: 'orders-db', key: 'url' } },
+    desired: { configMap: { name: 'orders-migrations', files: [{ key: '0001_init.sql' }] } },
+    ...spec,
+  },
+});
+
+const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+
+describe('PtahMigration CRD', () => {
+  it('applies every default and leaves transactionMode unset', async () => {
+    const created = await create('ptahmigrations', migrationBody('defaults'));
+    assert.deepEqual(created.spec['policy'], { apply: 'OnApproval', lockTimeout: '5m' });
+    assert.equal(created.spec['interval'], '10m');
+    assert.equal(created.spec['suspend'], false);
+    assert.deepEqual(created.spec['execution'], { activeDeadlineSeconds: 900, failureRetryInterval: '30s' });
+  });
+
+  const refused: [string, object, RegExp][] = [
+    ['no source', migrationBody('no-source', { desired: {} }), /exactly one source must be set/],
+    ['a name longer than 63 characters', migrationBody('m'.repeat(64)), /at most 63 characters/],
+    [
+      'a lock timeout over an hour',
+      migrationBody('lock', { policy: { lockTimeout: '2h' } }),
+      /must be between 1s and 1h/,
+    ],
+    [
+      'a transaction mode spelled unset',
+      migrationBody('mode', { policy: { transactionMode: 'unset' } }),
+      /Unsupported value/,
+    ],
+  ];
+  for (const [name, body, message] of refused) {
+    it(`refuses ${name}`, async () => {
+      const why = await refusal(() => create('ptahmigrations', body));
+      assert.match(why ?? 'accepted', message);
+    });
+  }
+
+  it('accepts a status with history, claim, last run, unresolved run and journal as written', async () => {
+    await create('ptahmigrations', migrationBody('status', { policy: { transactionMode: 'none' } }));
+    const status: PtahMigrationStatus = {
+      observedGeneration: 1,
+      phase: 'Blocked',
+      history: {
+        observedAt: '2026-12-01T10:00:00Z',
+        contractVersion: 1,
+        verdict: 'ReadyToPlan',
+        currentVersion: 20261201100000,
+        appliedCount: 3,
+        pendingCount: 2,
+        fingerprint: d('history'),
+        targetIdentityDigest: d('route'),
+        dirty: false,
+      },
+      claim: {
+        type: 'History',
+        operationId: d('op'),
+        inputsFingerprint: d('in'),
+        jobName: 'ptah-history-status-1',
+        attempt: 1,
+        generation: 1,
+        startedAt: '2026-12-01T10:00:00Z',
+      },
+      lastRun: {
+        outcome: 'Partial',
+        operationId: d('run'),
+        jobName: 'ptah-apply-status-1',
+        startedAt: '2026-12-01T10:00:00Z',
+        finishedAt: '2026-12-01T10:00:05Z',
+        appliedVersions: [4],
+        failure: { version: 5, statementPosition: 2, sqlState: '23000', mysqlErrorNumber: 1062 },
+      },
+      unresolvedRun: {
+        outcome: 'Partial',
+        operationId: d('run'),
+        jobName: 'ptah-apply-status-1',
+        recordedAt: '2026-12-01T10:00:05Z',
+      },
+      journal: {
+        coveredSince: '2026-12-01T09:00:00Z',
+        entries: [
+          {
+            type: 'RunFinished',
+            time: '2026-12-01T10:00:05Z',
+            outcome: 'Partial',
+            operation: 'Apply',
+            appliedCount: 1,
+            stoppedAtVersion: 5,
+          },
+        ],
+      },
+    };
+    const written = (await objects.patchNamespacedCustomObjectStatus(
+      { ...at('ptahmigrations'), name: 'status', body: { status } },
+      mergePatch,
+    )) as Obj;
+    assert.deepEqual(written.status, JSON.parse(JSON.stringify(status)));
+    const why = await refusal(() =>
+      objects.patchNamespacedCustomObjectStatus(
+        { ...at('ptahmigrations'), name: 'status', body: { status: { claim: { type: 'Observe' } } } },
+        mergePatch,
+      ),
+    );
+    assert.match(why ?? 'accepted', /status.claim.type: Unsupported value/);
+  });
+});
+
+describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowledgment CRDs', () => {
+  const binding: MigrationPlanBinding = {
+    contractVersion: 1,
+    migrationUID: 'uid-m',
+    sourceType: 'ConfigMap',
+    configMapUID: 'uid-cm',
+    contentDigest: d('manifest'),
+    coordinationDigest: d('realm'),
+    targetIdentityDigest: d('route'),
+    historyFingerprint: d('history'),
+    currentVersion: 0,
+    transactionMode: 'unset',
+    managerImage: 'm',
+    managerRevision: 'r',
+    controllerStateVersion: 1,
+    ptahVersion: '0.1.0',
+    runnerImage: 'r',
+    runnerProtocolVersion: 1,
+    dialect: 'mysql',
+  };
+  const step = (version: number) => ({
+    version,
+    versionKey: String(version).padStart(4, '0'),
+    description: `step ${version}`,
+    checksum: `c${version}`,
+    checkpoint: false,
+    transactionMode: 'file' as const,
+  });
+  const planBody = (name: string, spec: Partial<PtahMigrationPlanSpec> = {}) => {
+    const migrations = spec.migrations ?? [step(1), step(2)];
+    const b = spec.binding ?? binding;
+    return {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahMigrationPlan',
+      metadata: { name },
+      spec: {
+        migrationRef: spec.migrationRef ?? { name: 'orders', uid: 'uid-m' },
+        fingerprint: migrationPlanFingerprint(b, migrations),
+        binding: b,
+        migrations,
+      },
+    };
+  };
+
+  it('accepts the longest sequence once and refuses any change to its spec', async () => {
+    const migrations = Array.from({ length: MAX_PLAN_MIGRATIONS }, (_, i) => step(i + 1));
+    const body = planBody(migrationPlanName(migrationPlanFingerprint(binding, migrations)), { migrations });
+    const created = await create('ptahmigrationplans', body);
+    assert.equal((created.spec['migrations'] as unknown[]).length, MAX_PLAN_MIGRATIONS);
+    const why = await refusal(() =>
+      objects.patchNamespacedCustomObject(
+        {
+          ...at('ptahmigrationplans'),
+          name: body.metadata.name,
+          body: { spec: { binding: { currentVersion: 1 } } },
+        },
+        mergePatch,
+      ),
+    );
+    assert.match(why ?? 'accepted', /a plan is immutable/);
+  });
+
+  it('refuses a plan bound to another migration UID, and two migrations of one version', async () => {
+    const other = await refusal(() =>
+      create('ptahmigrationplans', planBody('mplan-other', { migrationRef: { name: 'orders', uid: 'x' } })),
+    );
+    assert.match(other ?? 'accepted', /binding.migrationUID must equal migrationRef.uid/);
+    const twice = await refusal(() =>
+      create('ptahmigrationplans', planBody('mplan-twice', { migrations: [step(1), step(1)] })),
+    );
+    assert.match(twice ?? 'accepted', /two migrations have the same version/);
+  });
+
+  const decisions: [string, string, string, Record<string, unknown>, Record<string, unknown>, RegExp][] = [
+    [
+      'an approval',
+      'ptahmigrationapprovals',
+      'PtahMigrationApproval',
+      {
+        migrationRef: { name: 'orders', uid: 'u1' },
+        planRef: { name: 'ptah-mplan-1', uid: 'u2' },
+        planFingerprint: d('fp'),
+      },
+      { planFingerprint: d('other') },
+      /an approval is immutable/,
+    ],
+    [
+      'an acknowledgment',
+      'ptahmigrationrunacknowledgments',
+      'PtahMigrationRunAcknowledgment',
+      { migrationRef: { name: 'orders', uid: 'u1' }, operationId: d('run') },
+      { operationId: d('another run') },
+      /an acknowledgment is immutable/,
+    ],
+  ];
+  for (const [what, plural, kind, spec, change, message] of decisions) {
+    it(`refuses ${what} whose spec changes after creation`, async () => {
+      const name = `${plural.slice(0, 20)}-1`;
+      await create(plural, { apiVersion: `${API_GROUP}/${API_VERSION}`, kind, metadata: { name }, spec });
+      const why = await refusal(() =>
+        objects.patchNamespacedCustomObject({ ...at(plural), name, body: { spec: change } }, mergePatch),
+      );
+      assert.match(why ?? 'accepted', message);
+    });
+  }
 });

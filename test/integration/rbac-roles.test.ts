@@ -18,6 +18,15 @@ import { eventually } from '../env/eventually.ts';
 const eventuallyTrue = (what: string, probe: () => Promise<boolean>): Promise<true> =>
   eventually(what, async () => ((await probe()) ? (true as const) : undefined), 15_000, 200);
 
+const ALL_KINDS = [
+  'ptahschemas',
+  'ptahschemaplans',
+  'ptahschemaapprovals',
+  'ptahmigrations',
+  'ptahmigrationplans',
+  'ptahmigrationapprovals',
+  'ptahmigrationrunacknowledgments',
+];
 const ROLES_FILE = fileURLToPath(new URL('../../deploy/rbac/user-roles.yaml', import.meta.url));
 const ROLE_NAMES = ['ptah-viewer', 'ptah-schema-editor', 'ptah-approver', 'ptah-plan-reader'];
 /** Bound to no credential: judged with SubjectAccessReview by the admin. */
@@ -218,7 +227,7 @@ describe('the ordinary user, bound to ptah-schema-editor', () => {
   });
 
   it('cannot write the status of any kind', async () => {
-    for (const resource of ['ptahschemas', 'ptahschemaplans', 'ptahschemaapprovals']) {
+    for (const resource of ALL_KINDS) {
       for (const verb of ['update', 'patch']) {
         assert.equal(
           await selfCan(user, { verb, resource, subresource: 'status' }),
@@ -249,6 +258,16 @@ describe('the approver, bound to ptah-approver', () => {
       body: approvalBody('orders-approval', schema.metadata.uid),
     });
     assert.equal(await selfCan(approver, { verb: 'list', resource: 'ptahschemaplans' }), true);
+  });
+
+  it('approves migration plans and acknowledges runs, which the editor cannot', async () => {
+    for (const resource of ['ptahmigrationapprovals', 'ptahmigrationrunacknowledgments']) {
+      assert.equal(await selfCan(approver, { verb: 'create', resource }), true, resource);
+      assert.equal(await selfCan(approver, { verb: 'update', resource }), false, resource);
+      assert.equal(await selfCan(user, { verb: 'create', resource }), false, resource);
+    }
+    assert.equal(await selfCan(user, { verb: 'create', resource: 'ptahmigrations' }), true);
+    assert.equal(await selfCan(approver, { verb: 'create', resource: 'ptahmigrations' }), false);
   });
 
   it('cannot change or delete a PtahSchema, nor change an approval', async () => {
@@ -292,7 +311,7 @@ describe('Secrets and plan bytes', () => {
   });
 
   it('ptah-viewer reads the kinds but no ConfigMap, so no plan bytes, and writes nothing', async () => {
-    for (const resource of ['ptahschemas', 'ptahschemaplans', 'ptahschemaapprovals']) {
+    for (const resource of ALL_KINDS) {
       assert.equal(await userCan(VIEWER, { verb: 'list', resource }), true, resource);
       assert.equal(await userCan(VIEWER, { verb: 'create', resource }), false, resource);
     }

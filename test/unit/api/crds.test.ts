@@ -34,6 +34,10 @@ describe('CRDs', () => {
         ['ptahschemas.operator.ptah.run', ['ptahs']],
         ['ptahschemaplans.operator.ptah.run', ['ptahplan']],
         ['ptahschemaapprovals.operator.ptah.run', ['ptahapprove']],
+        ['ptahmigrations.operator.ptah.run', ['ptahm']],
+        ['ptahmigrationplans.operator.ptah.run', ['ptahmplan']],
+        ['ptahmigrationapprovals.operator.ptah.run', ['ptahmapprove']],
+        ['ptahmigrationrunacknowledgments.operator.ptah.run', ['ptahmack']],
       ],
     );
     for (const c of crds) {
