@@ -73,6 +73,20 @@ export interface ApplyOutputs {
   readonly planContentDigest: string;
   /** Whether the runner started the mutating child at all. */
   readonly mutationStarted: boolean;
+  /**
+   * A MySQL apply that failed after its first statement (exit 5): which statement failed and how, as
+   * numbers and the SQLSTATE only (the server's message may quote row values, so it stays in the Pod log).
+   */
+  readonly partial?: PartialApply;
+}
+
+export interface PartialApply {
+  /** 1-based position of the failing statement in the plan. */
+  readonly position: number;
+  /** How many statements before it ran and stay applied. */
+  readonly applied: number;
+  readonly errno?: number;
+  readonly sqlstate?: string;
 }
 
 export interface SnapshotOutputs {

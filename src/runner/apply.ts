@@ -7,11 +7,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   childFailureMessage,
+  parseJsonObject,
   refused,
   RUNNER_EXIT,
   type OperationContext,
   type OperationReport,
 } from './operation.ts';
+import type { PartialApply } from '../protocol/result.ts';
 import { readPlanDir } from './plan-dir.ts';
 import { applyCommand } from './ptah-commands.ts';
 import { targetReport } from './target-identity.ts';
@@ -64,11 +66,34 @@ export async function apply(ctx: OperationContext): Promise<OperationReport> {
     };
   }
   // Killed, crashed, or ptah itself said the outcome is unknown: never narrowed, never replayed.
+  const partial = child.stopped === undefined ? partialApply(child.stdout) : undefined;
   return {
     outcome: 'uncertain',
     exitCode: RUNNER_EXIT.uncertain,
     childExitCode: child.exitCode,
-    outputs,
+    outputs: partial ? { apply: { ...outputs.apply, partial } } : outputs,
     error: { code: 'outcome_unknown', message },
+  };
+}
+
+/** The failing statement of a partial apply, from ptah's --json report; only its numbers and SQLSTATE. */
+function partialApply(stdout: Buffer): PartialApply | undefined {
+  const report = parseJsonObject(stdout);
+  const failure = report?.['failure'];
+  if (report?.['outcome'] !== 'partial' || typeof failure !== 'object' || failure === null) return undefined;
+  const f = failure as Record<string, unknown>;
+  const count = (v: unknown): number | undefined =>
+    typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+  const position = count(f['position']);
+  const applied = count(f['applied']);
+  if (position === undefined || applied === undefined) return undefined;
+  const errno = count(f['errno']);
+  const sqlstate =
+    typeof f['sqlstate'] === 'string' && /^[0-9A-Z]{5}$/.test(f['sqlstate']) ? f['sqlstate'] : undefined;
+  return {
+    position,
+    applied,
+    ...(errno !== undefined ? { errno } : {}),
+    ...(sqlstate !== undefined ? { sqlstate } : {}),
   };
 }

@@ -168,6 +168,11 @@ CREATE TABLE split_extra (id int NOT NULL PRIMARY KEY) ENGINE=InnoDB;
     );
     const unknown = await eventsOf(e2e(), 'split', 'ApplyOutcomeUnknown');
     assert.ok(unknown.length >= 1, 'the unknown outcome is reported as an Event');
+    assert.match(
+      unknown.map((e) => e.message).join('\n'),
+      /partially: statement 2 failed \(error 1062, SQLSTATE 23000\) after 1 statement\(s\) committed on their own/,
+      'the Event names the failing statement, its errno and SQLSTATE',
+    );
 
     // Never replayed: one apply Job, each statement of the plan ran once.
     assert.equal((await operationJobs(e2e(), 'split', 'apply')).length, 1, 'exactly one apply Job');

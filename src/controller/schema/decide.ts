@@ -1006,7 +1006,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     b.event(
       result.outcome === 'succeeded' ? 'Normal' : 'Warning',
       result.outcome === 'succeeded' ? 'ApplyFinished' : 'ApplyOutcomeUnknown',
-      'the apply ended; a fresh observation decides whether the database converged',
+      `the apply ended${partialApplyText(result)}; a fresh observation decides whether the database converged`,
     );
     applyEnded(b, input, claim, result.outcome === 'succeeded' ? 'Succeeded' : 'Unknown');
     return;
@@ -1016,6 +1016,21 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   st.plan = undefined;
   b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
   fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), applyFailureMessage(result));
+}
+
+/**
+ * Where a partial MySQL apply stopped, from the runner's numbers (checked again here: the frame is read from
+ * a Pod log). Empty when the runner reported none.
+ */
+function partialApplyText(result: RunnerResult): string {
+  const p = result.outputs.apply?.partial;
+  const count = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if (p === undefined || !count(p.position) || !count(p.applied)) return '';
+  const codes = [
+    ...(count(p.errno) ? [`error ${p.errno}`] : []),
+    ...(typeof p.sqlstate === 'string' && /^[0-9A-Z]{5}$/.test(p.sqlstate) ? [`SQLSTATE ${p.sqlstate}`] : []),
+  ];
+  return ` partially: statement ${p.position} failed${codes.length ? ` (${codes.join(', ')})` : ''} after ${p.applied} statement(s) committed on their own, never rolled back`;
 }
 
 /** A proof counts only when read from the database the applied plan was computed against. */

@@ -534,6 +534,27 @@ describe('runner: Apply', () => {
     assert.deepEqual([f.exitCode, f.result?.outcome], [1, 'failed']);
     const u = await run('apply', { apply: { exit: 5 } }, env, chunks(parts));
     assert.deepEqual([u.exitCode, u.result?.outcome], [5, 'uncertain']);
+    assert.equal(u.result?.outputs.apply?.partial, undefined, 'no report, no position');
+    // A partial MySQL apply: the failing statement's numbers and SQLSTATE travel, the server's text does not.
+    const partialReport = JSON.stringify({
+      outcome: 'partial',
+      failure: { position: 2, applied: 1, errno: 1062, sqlstate: '23000', message: "Duplicate entry '7'" },
+    });
+    const p = await run('apply', { apply: { exit: 5, stdout: partialReport } }, env, chunks(parts));
+    assert.deepEqual([p.exitCode, p.result?.outcome], [5, 'uncertain']);
+    assert.deepEqual(p.result?.outputs.apply?.partial, {
+      position: 2,
+      applied: 1,
+      errno: 1062,
+      sqlstate: '23000',
+    });
+    assert.ok(!JSON.stringify(p.result).includes('Duplicate entry'));
+    const forged = JSON.stringify({
+      outcome: 'partial',
+      failure: { position: 2, applied: 1, sqlstate: "x' OR" },
+    });
+    const g = await run('apply', { apply: { exit: 5, stdout: forged } }, env, chunks(parts));
+    assert.deepEqual(g.result?.outputs.apply?.partial, { position: 2, applied: 1 });
     const soon = new Date(Date.now() + 400).toISOString();
     const k = await run(
       'apply',

@@ -898,7 +898,10 @@ describe('schema lifecycle decision', () => {
   });
 
   describe('the proof after an Apply runs under the Apply hold', () => {
-    function applied(outcome: 'succeeded' | 'uncertain' = 'succeeded'): Decision {
+    function applied(
+      outcome: 'succeeded' | 'uncertain' = 'succeeded',
+      partial?: { position: number; applied: number; errno?: number; sqlstate?: string },
+    ): Decision {
       const s = toAwaitingApproval({ apply: 'Always' });
       let d = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
       d = decide(input(schema(d.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
@@ -908,11 +911,32 @@ describe('schema lifecycle decision', () => {
         input(schema(dispatched, s.spec), T0 + 6000, {
           job: finished,
           harvest: result(dispatched.claim, outcome, {
-            apply: { planContentDigest: digest('p'), mutationStarted: true },
+            apply: { planContentDigest: digest('p'), mutationStarted: true, ...(partial ? { partial } : {}) },
           }),
         }),
       );
     }
+
+    it('a partial MySQL apply is an unknown outcome whose Event names the statement, errno and SQLSTATE', () => {
+      const d = applied('uncertain', { position: 2, applied: 1, errno: 1062, sqlstate: '23000' });
+      assert.equal(d.status.claim?.type, 'Observe', 'a proof reads the database');
+      assert.equal(d.status.claim?.applyOutcome, 'Unknown');
+      const finished = d.status.journal?.entries.filter((e) => e.type === 'ApplyFinished');
+      assert.deepEqual(
+        finished?.map((e) => e.outcome),
+        ['Unknown'],
+      );
+      const event = d.events.find((e) => e.reason === 'ApplyOutcomeUnknown');
+      assert.match(
+        event?.message ?? '',
+        /partially: statement 2 failed \(error 1062, SQLSTATE 23000\) after 1 statement\(s\) committed/,
+      );
+      // Values that are not what the runner promises are left out rather than echoed.
+      const odd = applied('uncertain', { position: 2, applied: 1, errno: -1, sqlstate: "x' OR 1" });
+      const text = odd.events.find((e) => e.reason === 'ApplyOutcomeUnknown')?.message ?? '';
+      assert.match(text, /statement 2 failed after 1 statement/);
+      assert.ok(!text.includes('OR 1'));
+    });
 
     it('inherits the epoch and the outcome of the Apply, in Observe and in Plan', () => {
       const d = applied();
