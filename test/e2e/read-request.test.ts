@@ -71,6 +71,7 @@ describe('operator.ptah.run/read-requested-at', { skip }, () => {
     );
     const answered = await eventsOf(e2e(), 'readreq', 'ReadRequested');
     assert.equal(answered.length, 1);
+    assert.equal(answered[0]!.count, 1, 'answered once (a repeat would raise the count)');
     assert.equal(answered[0]!.type, 'Normal');
 
     // Not an instant: answered with a Warning that names it, once, and nothing starts.
@@ -84,6 +85,7 @@ describe('operator.ptah.run/read-requested-at', { skip }, () => {
     await sleep(3_000);
     const invalid = await eventsOf(e2e(), 'readreq', 'ReadRequestInvalid');
     assert.equal(invalid.length, 1, 'reported once');
+    assert.equal(invalid[0]!.count, 1, 'reported once (a repeat would raise the count)');
     assert.equal(invalid[0]!.type, 'Warning');
     assert.match(invalid[0]!.message ?? '', /"yesterday"/);
     const still = await getSchema(e2e(), 'readreq');

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { ContainerConfigError, resolveContainerEnv, type ObjectLookup } from './env.ts';
 import { expandVariables, resolveArgv } from './image-map.ts';
+import type { Pod } from './types.ts';
 import { planContainerScript, type HostView } from './mount-plan.ts';
 import { buildPodStatus, podPhase, type ContainerRecord, type PodRecord } from './pod-status.ts';
 
@@ -125,4 +127,26 @@ test('status keeps the scheduler condition and transition times that did not cha
   assert.deepEqual([byType.get('Ready')?.status, byType.get('Ready')?.reason], ['False', 'PodCompleted']);
   assert.equal(status.containerStatuses?.[0]?.state.terminated?.reason, 'Completed');
   assert.equal(status.podIP, '127.0.0.1');
+});
+
+test('a missing Secret or key is a CreateContainerConfigError worded as the kubelet words it', async () => {
+  const pod = { metadata: { name: 'p', namespace: 'ns', uid: 'u' }, spec: {} } as unknown as Pod;
+  const lookup: ObjectLookup = async (kind, _namespace, name) =>
+    kind === 'secrets' && name === 'db'
+      ? { metadata: { name, namespace: 'ns' }, data: { other: Buffer.from('x').toString('base64') } }
+      : undefined;
+  const needs = (secret: string) => ({
+    name: 'c',
+    env: [{ name: 'URL', valueFrom: { secretKeyRef: { name: secret, key: 'url' } } }],
+  });
+  const configError = (message: string) => (error: unknown) =>
+    error instanceof ContainerConfigError && error.message === message;
+  await assert.rejects(
+    resolveContainerEnv(pod, needs('absent'), lookup, '10.0.0.1'),
+    configError('secret "absent" not found'),
+  );
+  await assert.rejects(
+    resolveContainerEnv(pod, needs('db'), lookup, '10.0.0.1'),
+    configError("couldn't find key url in Secret ns/db"),
+  );
 });
