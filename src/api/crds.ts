@@ -109,7 +109,7 @@ export const KINDS: readonly KindDefinition[] = [
     rootRules: [jobLabelName],
     printerColumns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-      { name: 'Current', type: 'integer', jsonPath: '.status.history.currentVersion' },
+      { name: 'Current', type: 'string', jsonPath: '.status.history.currentVersion' },
       { name: 'Pending', type: 'integer', jsonPath: '.status.history.pendingCount' },
       { name: 'Outcome', type: 'string', jsonPath: '.status.lastRun.outcome' },
       { name: 'Digest', type: 'string', jsonPath: '.status.resolution.contentDigest', priority: 1 },
@@ -126,7 +126,7 @@ export const KINDS: readonly KindDefinition[] = [
     status: ptahMigrationPlanStatus,
     printerColumns: [
       { name: 'Migration', type: 'string', jsonPath: '.spec.migrationRef.name' },
-      { name: 'From', type: 'integer', jsonPath: '.spec.binding.currentVersion' },
+      { name: 'From', type: 'string', jsonPath: '.spec.binding.currentVersion' },
       { name: 'Fingerprint', type: 'string', jsonPath: '.spec.fingerprint', priority: 1 },
       age,
     ],

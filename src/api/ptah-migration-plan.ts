@@ -4,7 +4,12 @@
  * and checksum, so Ptah can compare the sequence with its own selection under the migration lock.
  */
 import { API_GROUP, conditions, digest, objectRef, uid, type ObjectMeta } from './meta.ts';
-import { MAX_PLAN_MIGRATIONS, TRANSACTION_MODES, migrationVersion } from './ptah-migration.ts';
+import {
+  MAX_PLAN_MIGRATIONS,
+  TRANSACTION_MODES,
+  historyVersion,
+  migrationVersion,
+} from './ptah-migration.ts';
 import { SOURCE_TYPES } from './ptah-schema.ts';
 import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
 
@@ -43,12 +48,7 @@ export const migrationPlanBinding = object({
   coordinationDigest: digest('Digest of the database realm.'),
   targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
   historyFingerprint: digest('Fingerprint of the history the sequence was selected against.'),
-  currentVersion: integer({
-    format: 'int64',
-    minimum: 0,
-    maximum: Number.MAX_SAFE_INTEGER,
-    description: 'The version the history stood at; 0 for an empty history.',
-  }),
+  currentVersion: historyVersion('The version the history stood at; 0 for an empty history.'),
   transactionMode: enumOf(TRANSACTION_MODES, {
     description:
       'spec.policy.transactionMode, unset included: a sequence under another wrapping is another run.',

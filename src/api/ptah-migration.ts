@@ -99,9 +99,22 @@ export const MAX_LISTED_VERSIONS = 64;
 export const UNRESOLVED_RUN_ANNOTATION = `${API_GROUP}/unresolved-run`;
 export const MIGRATION_FINALIZER = `${API_GROUP}/migration-operation`;
 
-/** A migration version as Ptah numbers it: a positive integer (timestamps of 14 digits fit). */
+/**
+ * A migration version as the engine spells it: the canonical decimal string of an integer from 1 to the
+ * int64 maximum, no leading zeros. A string, because versions such as 14-digit timestamps and beyond pass
+ * what a JSON number keeps exactly. With no leading zeros, strings of one length compare as numbers do.
+ */
+export const MAX_MIGRATION_VERSION = '9223372036854775807';
+export const MIGRATION_VERSION_PATTERN = '^[1-9][0-9]{0,18}$';
+const withinInt64 = {
+  rule: `size(self) < 19 || self <= '${MAX_MIGRATION_VERSION}'`,
+  message: `must be at most ${MAX_MIGRATION_VERSION}`,
+};
 export const migrationVersion = (description: string) =>
-  integer({ format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
+  string({ description, pattern: MIGRATION_VERSION_PATTERN, maxLength: 19, validations: [withinInt64] });
+/** The version a history stands at: `0` before anything was applied. */
+export const historyVersion = (description: string) =>
+  string({ description, pattern: '^(0|[1-9][0-9]{0,18})$', maxLength: 19, validations: [withinInt64] });
 
 const versionList = (description: string) =>
   array(migrationVersion('A migration version.'), {
@@ -151,7 +164,7 @@ export const history = object({
   observedAt: timestamp('When the history was read.'),
   contractVersion: integer({ minimum: 1, maximum: 1024 }),
   verdict: enumOf(HISTORY_VERDICTS, { description: 'What the reading says, never a guess.' }),
-  currentVersion: optional(migrationVersion('The highest version applied; absent on an empty history.')),
+  currentVersion: optional(historyVersion('The highest version applied; 0 on an empty history.')),
   checkpointVersion: optional(
     migrationVersion('The checkpoint a bootstrap applied; it covers lower versions.'),
   ),

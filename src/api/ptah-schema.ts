@@ -408,10 +408,10 @@ export function journalEntryOf<const V extends readonly [string, ...string[]]>(o
       }),
     ),
     stoppedAtVersion: optional(
-      integer({
-        format: 'int64',
-        minimum: 1,
-        description: 'For RunFinished: the version the run stopped at.',
+      string({
+        description: 'For RunFinished: the migration version the run stopped at, as the engine spells it.',
+        pattern: '^[1-9][0-9]{0,18}$',
+        maxLength: 19,
       }),
     ),
   });

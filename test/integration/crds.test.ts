@@ -290,7 +290,7 @@ describe('PtahMigration CRD', () => {
         observedAt: '2026-12-01T10:00:00Z',
         contractVersion: 1,
         verdict: 'ReadyToPlan',
-        currentVersion: 20261201100000,
+        currentVersion: '20261201100000',
         appliedCount: 3,
         pendingCount: 2,
         fingerprint: d('history'),
@@ -312,8 +312,8 @@ describe('PtahMigration CRD', () => {
         jobName: 'ptah-apply-status-1',
         startedAt: '2026-12-01T10:00:00Z',
         finishedAt: '2026-12-01T10:00:05Z',
-        appliedVersions: [4],
-        failure: { version: 5, statementPosition: 2, sqlState: '23000', mysqlErrorNumber: 1062 },
+        appliedVersions: ['4'],
+        failure: { version: '5', statementPosition: 2, sqlState: '23000', mysqlErrorNumber: 1062 },
       },
       unresolvedRun: {
         outcome: 'Partial',
@@ -330,7 +330,7 @@ describe('PtahMigration CRD', () => {
             outcome: 'Partial',
             operation: 'Apply',
             appliedCount: 1,
-            stoppedAtVersion: 5,
+            stoppedAtVersion: '5',
           },
         ],
       },
@@ -360,7 +360,7 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
     coordinationDigest: d('realm'),
     targetIdentityDigest: d('route'),
     historyFingerprint: d('history'),
-    currentVersion: 0,
+    currentVersion: '0',
     transactionMode: 'unset',
     managerImage: 'm',
     managerRevision: 'r',
@@ -370,11 +370,11 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
     runnerProtocolVersion: 1,
     dialect: 'mysql',
   };
-  const step = (version: number) => ({
-    version,
-    versionKey: String(version).padStart(4, '0'),
-    description: `step ${version}`,
-    checksum: `c${version}`,
+  const step = (n: number) => ({
+    version: String(n),
+    versionKey: String(n).padStart(4, '0'),
+    description: `step ${n}`,
+    checksum: `c${n}`,
     checkpoint: false,
     transactionMode: 'file' as const,
   });
@@ -404,7 +404,7 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
         {
           ...at('ptahmigrationplans'),
           name: body.metadata.name,
-          body: { spec: { binding: { currentVersion: 1 } } },
+          body: { spec: { binding: { currentVersion: '1' } } },
         },
         mergePatch,
       ),
@@ -421,6 +421,18 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
       create('ptahmigrationplans', planBody('mplan-twice', { migrations: [step(1), step(1)] })),
     );
     assert.match(twice ?? 'accepted', /two migrations have the same version/);
+  });
+
+  it('takes versions up to the int64 maximum as strings, and refuses one past it', async () => {
+    const top = { ...step(1), version: '9223372036854775807' };
+    await create('ptahmigrationplans', planBody('mplan-top', { migrations: [top] }));
+    const past = await refusal(() =>
+      create(
+        'ptahmigrationplans',
+        planBody('mplan-past', { migrations: [{ ...top, version: '9223372036854775808' }] }),
+      ),
+    );
+    assert.match(past ?? 'accepted', /must be at most 9223372036854775807/);
   });
 
   const decisions: [string, string, string, Record<string, unknown>, Record<string, unknown>, RegExp][] = [

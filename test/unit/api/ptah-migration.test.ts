@@ -32,7 +32,7 @@ const binding: MigrationPlanBinding = {
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
   historyFingerprint: d('history'),
-  currentVersion: 3,
+  currentVersion: '3',
   transactionMode: 'unset',
   managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
   managerRevision: 'abc1234',
@@ -44,7 +44,7 @@ const binding: MigrationPlanBinding = {
 };
 const migrations: PlannedMigration[] = [
   {
-    version: 4,
+    version: '4',
     versionKey: '0004',
     description: 'add orders',
     checksum: 'c1',
@@ -52,7 +52,7 @@ const migrations: PlannedMigration[] = [
     transactionMode: 'file',
   },
   {
-    version: 5,
+    version: '5',
     versionKey: '0005',
     description: 'backfill',
     checksum: 'c2',
@@ -68,6 +68,7 @@ function changed(key: string, value: unknown): unknown {
   if (key === 'transactionMode') return value === 'none' ? 'file' : 'none';
   if (typeof value === 'boolean') return !value;
   if (typeof value === 'number') return value + 1;
+  if (typeof value === 'string' && /^[0-9]+$/.test(value)) return String(BigInt(value) + 1n);
   if (typeof value === 'string' && value.startsWith('sha256:')) return d(`${value} changed`);
   return `${String(value)}-changed`;
 }
@@ -106,7 +107,7 @@ describe('migration plan fingerprint', () => {
   it('changes when the order changes, or a migration is added or left out', () => {
     assert.notEqual(migrationPlanFingerprint(binding, [...migrations].reverse()), base);
     assert.notEqual(migrationPlanFingerprint(binding, migrations.slice(0, 1)), base);
-    const extra = { ...migrations[1]!, version: 6, versionKey: '0006', checksum: 'c3' };
+    const extra = { ...migrations[1]!, version: '6', versionKey: '0006', checksum: 'c3' };
     assert.notEqual(migrationPlanFingerprint(binding, [...migrations, extra]), base);
   });
 
@@ -126,6 +127,14 @@ describe('migration plan fingerprint', () => {
       FingerprintError,
     );
     assert.throws(() => migrationPlanFingerprint(binding, []), FingerprintError);
+  });
+
+  it('spells versions as the engine does: canonical decimal strings, no leading zero', () => {
+    for (const version of ['0', '007', '-1', '1.5', '1'.repeat(20)]) {
+      const errors = validate(plannedMigration, { ...migrations[0]!, version }).errors;
+      assert.ok(errors.length > 0, version);
+    }
+    assert.deepEqual(validate(plannedMigration, { ...migrations[0]!, version: '20261201100000' }).errors, []);
   });
 
   it('names the plan ptah-mplan-<24 hex> from the fingerprint', () => {
@@ -164,8 +173,8 @@ describe('PtahMigration validators', () => {
         jobName: 'ptah-apply-orders-1',
         startedAt: '2026-12-01T10:00:00Z',
         finishedAt: '2026-12-01T10:00:05Z',
-        appliedVersions: [4],
-        failure: { version: 5, statementPosition: 2, sqlState: '23505', mysqlErrorNumber: 1062 },
+        appliedVersions: ['4'],
+        failure: { version: '5', statementPosition: 2, sqlState: '23505', mysqlErrorNumber: 1062 },
       },
       unresolvedRun: {
         outcome: 'Partial',
