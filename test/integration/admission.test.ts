@@ -15,6 +15,7 @@ import { approvalWebhookConfigurations } from '../../src/admission/webhook-confi
 import { buildCrds } from '../../src/api/crds.ts';
 import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
+import { policyFingerprint } from '../../src/api/fingerprint.ts';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { eventually } from '../env/eventually.ts';
@@ -162,7 +163,8 @@ before(async () => {
           targetIdentityDigest: d('route'),
           observedStateFingerprint: d('observed'),
           desiredStateFingerprint: d('desired'),
-          policyFingerprint: d('policy'),
+          // The policy the schema declares (none: every default), as the manager would bind it.
+          policyFingerprint: policyFingerprint({}),
           managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
           managerRevision: 'abc1234',
           controllerStateVersion: 1,
