@@ -753,12 +753,7 @@ function liveBinding(
       protectedTables: [...view.spec.policy.protectedTables],
       exclude: [...view.spec.policy.exclude],
     }),
-    managerImage: manager.managerImage,
-    managerRevision: manager.managerRevision,
-    controllerStateVersion: manager.controllerStateVersion,
-    ptahVersion: manager.ptahVersion,
-    runnerImage: manager.runnerImage,
-    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+    ...executionBinding(manager),
     dialect: canonicalEngine(view.spec.engine),
   };
 }
@@ -804,12 +799,7 @@ function planInputs(
       observedStateFingerprint: reported.observedStateFingerprint!,
       desiredStateFingerprint: reported.desiredStateFingerprint!,
       policyFingerprint: live.policyFingerprint!,
-      managerImage: manager.managerImage,
-      managerRevision: manager.managerRevision,
-      controllerStateVersion: manager.controllerStateVersion,
-      ptahVersion: manager.ptahVersion,
-      runnerImage: manager.runnerImage,
-      runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+      ...executionBinding(manager),
       dialect: canonicalEngine(view.spec.engine) ?? 'postgres',
       // A plan that does not say whether it is destructive is treated as destructive: the safe reading.
       destructive: out.destructive ?? true,
