@@ -302,8 +302,15 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       const [job] = await operationJobs(e2e(), 'farewell', 'apply');
       return job?.status?.succeeded === 1 ? job : undefined;
     });
-    await sleep(1_000); // the server's statement log is written asynchronously
-    const statementsBeforeRestart = statementsIn(e2e(), 'farewell_db', /./);
+    // The server writes its statement log asynchronously: take it once it has stopped growing.
+    let statementsBeforeRestart = statementsIn(e2e(), 'farewell_db', /./);
+    await eventually('the statement log settles', async () => {
+      await sleep(1_500);
+      const now = statementsIn(e2e(), 'farewell_db', /./);
+      const settled = now.length === statementsBeforeRestart.length;
+      statementsBeforeRestart = now;
+      return settled ? true : undefined;
+    });
     await e2e().startManager();
     await eventually('the resource is gone once its Apply was accounted for', async () => {
       try {
