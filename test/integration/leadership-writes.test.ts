@@ -58,19 +58,28 @@ describe('leadership guards every write', () => {
       },
     });
     const at = { group: API_GROUP, version: API_VERSION, namespace, plural: 'ptahschemas' };
-    await custom.createNamespacedCustomObject({
-      ...at,
-      body: {
-        apiVersion: `${API_GROUP}/${API_VERSION}`,
-        kind: 'PtahSchema',
-        metadata: { name: 'led', finalizers: [SCHEMA_FINALIZER] },
-        spec: {
-          target: { engine: 'postgres', coordinationKey: 'led', urlFrom: { name: 'led-db', key: 'url' } },
-          desired: { configMap: { name: 'led-src', files: [{ key: 'schema.sql' }] } },
-          policy: { apply: 'OnApproval' },
-        },
-      },
-    });
+    // A CRD just Established may still answer 429 while its storage initialises: retry only that.
+    await eventually('the PtahSchema is created', () =>
+      custom
+        .createNamespacedCustomObject({
+          ...at,
+          body: {
+            apiVersion: `${API_GROUP}/${API_VERSION}`,
+            kind: 'PtahSchema',
+            metadata: { name: 'led', finalizers: [SCHEMA_FINALIZER] },
+            spec: {
+              target: { engine: 'postgres', coordinationKey: 'led', urlFrom: { name: 'led-db', key: 'url' } },
+              desired: { configMap: { name: 'led-src', files: [{ key: 'schema.sql' }] } },
+              policy: { apply: 'OnApproval' },
+            },
+          },
+        })
+        .then(() => true)
+        .catch((error: unknown) => {
+          if ((error as { code?: number }).code === 429) return undefined;
+          throw error;
+        }),
+    );
     const reconciler = new SchemaReconciler({
       core,
       batch: admin.makeApiClient(k8s.BatchV1Api),
