@@ -38,6 +38,17 @@ before(async () => {
       30_000,
       250,
     );
+    // Established is not yet served: storage may answer 429 for a moment after it.
+    const custom = admin.makeApiClient(k8s.CustomObjectsApi);
+    await eventually(
+      `${crd.spec.names.plural} served`,
+      () =>
+        custom
+          .listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: crd.spec.names.plural })
+          .then(() => true),
+      30_000,
+      250,
+    );
   }
 });
 
