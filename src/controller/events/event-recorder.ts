@@ -7,10 +7,15 @@
  * and message, so a cold recorder reads the existing Event and carries its count on.
  */
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 
 /** client-go aggregates and counts repeats within ten minutes. */
+/** Writes of one Event tried while the API server answers 429 or 5xx, and the first delay between them. */
+const WRITE_ATTEMPTS = 4;
+const RETRY_DELAY_MS = 500;
+
 export const EVENT_SERIES_WINDOW_MS = 10 * 60_000;
 /** Bounded like client-go's LRU (4096 entries): a long-running manager does not grow without end. */
 export const EVENT_INDEX_ENTRIES = 4096;
@@ -71,20 +76,37 @@ export class EventRecorder {
     return this.index.size;
   }
 
-  /** Never throws: an Event is a hint to people, and losing one must not fail a reconcile. */
+  /**
+   * Never throws: an Event is a hint to people, and losing one must not fail a reconcile. A busy API server
+   * (429, 5xx) is tried again a few times, as client-go's recorder does, before the Event is given up.
+   */
   async record(involved: InvolvedObject, occurrence: EventOccurrence): Promise<void> {
-    try {
-      await this.write(involved, { ...occurrence, message: occurrence.message.slice(0, MESSAGE_LIMIT) });
-    } catch (error) {
-      this.options.log.warn(
-        {
-          object: `${involved.namespace}/${involved.name}`,
-          reason: occurrence.reason,
-          code: (error as { code?: number }).code,
-        },
-        'event not recorded',
-      );
+    const bounded = { ...occurrence, message: occurrence.message.slice(0, MESSAGE_LIMIT) };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.write(involved, bounded);
+        return;
+      } catch (error) {
+        const code = (error as { code?: number }).code ?? 0;
+        if (attempt < WRITE_ATTEMPTS && (code === 429 || code >= 500)) {
+          await sleep(RETRY_DELAY_MS * attempt);
+          continue;
+        }
+        this.logLost(involved, occurrence, error);
+        return;
+      }
     }
+  }
+
+  private logLost(involved: InvolvedObject, occurrence: EventOccurrence, error: unknown): void {
+    this.options.log.warn(
+      {
+        object: `${involved.namespace}/${involved.name}`,
+        reason: occurrence.reason,
+        code: (error as { code?: number }).code,
+      },
+      'event not recorded',
+    );
   }
 
   private async write(involved: InvolvedObject, occurrence: EventOccurrence): Promise<void> {
