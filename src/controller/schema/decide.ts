@@ -331,6 +331,12 @@ function handleIdle(b: Builder, input: DecideInput): void {
   // that no longer reassembles, or no longer binds what an Apply would run under, is retired at once.
   if (st.plan !== undefined && input.planCheck !== undefined && !input.planCheck.ok) {
     retireOnFailedCheck(b, input.planCheck);
+    // A Failed resource keeps its retry delay: the plan goes now, the read waits for the retry.
+    const retryAt = st.nextReconciliationTime;
+    if (st.phase === 'Failed' && retryAt !== undefined && Date.parse(retryAt) > now.getTime()) {
+      b.requeueAt(retryAt);
+      return;
+    }
     claimOperation(b, input, 'Observe', {});
     return;
   }

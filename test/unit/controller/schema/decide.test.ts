@@ -1047,6 +1047,22 @@ describe('schema lifecycle decision', () => {
       assert.ok(d.events.some((e) => e.reason === 'PlanNoLongerCurrent'));
     });
 
+    it('a Failed resource whose plan fails its read-back loses the plan but keeps its retry delay', () => {
+      const s = toAwaitingApproval({ apply: 'OnApproval' });
+      const failed = schema(
+        { ...s.status, phase: 'Failed', nextReconciliationTime: new Date(T0 + 60_000).toISOString() },
+        s.spec,
+      );
+      const d = decide(
+        input(failed, T0 + 5000, {
+          planCheck: { ok: false, kind: 'gone', message: 'plan ptah-plan-1 was deleted' },
+        }),
+      );
+      assert.equal(d.status.plan, undefined, 'the plan is retired at once');
+      assert.equal(d.status.claim, undefined, 'the read waits for the retry');
+      assert.ok(d.requeueAfterMs !== undefined && d.requeueAfterMs >= 50_000);
+    });
+
     it('an approval never claims an Apply on a plan nobody read back', () => {
       const s = toAwaitingApproval({ apply: 'OnApproval' });
       const d = decide(input(s, T0 + 5000, { approvals: [approval()] }));
