@@ -96,11 +96,109 @@ export interface SnapshotOutputs {
   readonly failingFile?: string;
 }
 
+/** The six verdicts of `ptah migrations status`, in Ptah's words and in its order of precedence. */
+export const MIGRATION_VERDICTS = [
+  'dirty',
+  'modified',
+  'out_of_order',
+  'ahead',
+  'pending',
+  'up_to_date',
+] as const;
+export type MigrationVerdict = (typeof MIGRATION_VERDICTS)[number];
+
+/** A history reading with more pending migrations than this is refused (`too_many_pending`), not cut. */
+export const MAX_FRAME_PENDING_MIGRATIONS = 1000;
+/** Each list of versions a Blocked verdict names keeps at most this many, lowest first. */
+export const MAX_FRAME_BLOCKED_VERSIONS = 64;
+
+/** One entry of Ptah's own pending selection, in the order it would run. No SQL. */
+export interface PendingMigrationOutput {
+  /** Canonical decimal string, 1 to 2^63-1, no leading zero. */
+  readonly version: string;
+  /** The version as the file name spells it (leading zeros kept), at most 128 characters. */
+  readonly versionKey: string;
+  /** From the file name, at most 128 characters (longer ones are cut): for people, not bound. */
+  readonly description: string;
+  /** SHA-256 hex of the file bytes, as Ptah records it in the revision table. */
+  readonly checksum: string;
+  /** The file is a checkpoint (it stands for every lower version on an empty history). */
+  readonly checkpoint: boolean;
+  /** The file's own `-- ptah:txmode` directive; `unset` when it has none. */
+  readonly transactionMode: 'file' | 'none' | 'unset';
+}
+
+/** What `migration-history` read: Ptah's verdict and selection, versions and digests only. */
+export interface MigrationHistoryOutputs {
+  readonly verdict: MigrationVerdict;
+  /** Newest version in the history; `0` on an empty history. */
+  readonly currentVersion: string;
+  /** The checkpoint the history stands on, or on an empty history the one the selection starts at. */
+  readonly checkpointVersion?: string;
+  readonly appliedCount: number;
+  /** Ptah's pending count (equal to `pending.length`). */
+  readonly pendingCount: number;
+  /**
+   * `sha256:<hex>` of the applied history (Ptah's status `fingerprint`: the revision rows sorted by version,
+   * each {version, checksum, checkpoint, dirty}): what a migration plan binds, and what Apply may hand back
+   * as PTAH_EXPECTED_HISTORY_FINGERPRINT.
+   */
+  readonly historyFingerprint: string;
+  /** Ptah's own pending selection in run order, at most MAX_FRAME_PENDING_MIGRATIONS. */
+  readonly pending: readonly PendingMigrationOutput[];
+  /** The versions each Blocked verdict concerns (all four are reported whatever the verdict), lowest first. */
+  readonly dirtyVersions: readonly string[];
+  readonly modifiedVersions: readonly string[];
+  readonly outOfOrderVersions: readonly string[];
+  readonly aheadVersions: readonly string[];
+  /** How many versions the four lists above left off (each keeps MAX_FRAME_BLOCKED_VERSIONS). */
+  readonly versionsOmitted?: number;
+}
+
+/** Ptah's outcome of `migrations up`; `unknown` also when no readable report came back at all. */
+export type MigrationRunOutcome = 'up_to_date' | 'applied' | 'failed' | 'partial' | 'unknown';
+
+/** Where a run stopped: numbers and codes only, never the statement or the server's message. */
+export interface MigrationStop {
+  readonly version: string;
+  /** 1-based position of the failing statement in its file, when a statement reached the database. */
+  readonly position?: number;
+  /** How many statements of that file stay applied (a `partial` run); 0 when the file committed nothing. */
+  readonly statementsApplied?: number;
+  readonly sqlstate?: string;
+  /** MySQL/MariaDB error number. */
+  readonly errno?: number;
+}
+
+/** What `migration-apply` did. */
+export interface MigrationApplyOutputs {
+  readonly runOutcome: MigrationRunOutcome;
+  /**
+   * False only when nothing can have been written: the runner refused before ptah started, or ptah refused
+   * under the lock before its first write (sequence or history mismatch, Blocked history, lock timeout…).
+   */
+  readonly mutationStarted: boolean;
+  /** Versions this run applied and committed, in order (at most MAX_FRAME_PENDING_MIGRATIONS). */
+  readonly appliedVersions: readonly string[];
+  readonly stoppedAt?: MigrationStop;
+  /**
+   * For `sequence_mismatch`: the first differing position (0-based) and the version on each side (absent
+   * when that side ended). Checksums are left out: the plan has the expected ones.
+   */
+  readonly mismatch?: {
+    readonly position: number;
+    readonly expectedVersion?: string;
+    readonly actualVersion?: string;
+  };
+}
+
 export interface RunnerOutputs {
   readonly drift?: DriftSummary;
   readonly plan?: PlanOutputs;
   readonly apply?: ApplyOutputs;
   readonly snapshot?: SnapshotOutputs;
+  readonly history?: MigrationHistoryOutputs;
+  readonly migrationApply?: MigrationApplyOutputs;
 }
 
 export interface OutputTruncation {
