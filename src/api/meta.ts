@@ -13,11 +13,17 @@ export const LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
   component: 'app.kubernetes.io/component',
   schema: `${API_GROUP}/schema`,
+  migration: `${API_GROUP}/migration`,
   plan: `${API_GROUP}/plan`,
   operation: `${API_GROUP}/operation`,
   operationId: `${API_GROUP}/operation-id`,
 } as const;
 export const MANAGED_BY = 'ptah-operator';
+
+/** The label an object the operator makes for a resource carries, naming that resource by its kind. */
+export function resourceLabel(kind: string): string {
+  return kind === 'PtahMigration' ? LABELS.migration : LABELS.schema;
+}
 export const READ_REQUESTED_ANNOTATION = `${API_GROUP}/read-requested-at`;
 
 export const DNS_SUBDOMAIN_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';

@@ -12,14 +12,14 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
-import type { ManagerIdentity } from './jobs/schema-job.ts';
+import type { ManagerIdentity } from './jobs/operation-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
 import { instrument, type OperatorMetrics } from './metrics/operator-metrics.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
 import { runWorkers, WorkQueue } from './runtime/work-queue.ts';
-import { PtahObjects } from './schema/kube.ts';
+import { PtahObjects } from './runtime/kube.ts';
 import { SchemaReconciler } from './schema/reconciler.ts';
 import { approvalWebhookGate, type ApprovalGate } from './runtime/approval-webhook-gate.ts';
 

@@ -5,7 +5,14 @@
 import { canonicalDigest } from '../api/digest.ts';
 import { hexOf } from '../api/fingerprint.ts';
 import { configMapSize, MAX_CONFIG_MAP_BYTES, type ConfigMapObject } from '../api/core.ts';
-import { API_GROUP, controllerOwnerReference, LABELS, MANAGED_BY, type ObjectMeta } from '../api/meta.ts';
+import {
+  API_GROUP,
+  controllerOwnerReference,
+  LABELS,
+  MANAGED_BY,
+  resourceLabel,
+  type ObjectMeta,
+} from '../api/meta.ts';
 import type { ConfigMapSource } from '../api/ptah-schema.ts';
 import { buildManifest, MANIFEST_KEY, snapshotFileKey, type BuiltManifest } from './snapshot-manifest.ts';
 import { selectFiles } from './select-files.ts';
@@ -71,7 +78,7 @@ export function buildSourceSnapshot(
     labels: {
       [LABELS.managedBy]: MANAGED_BY,
       [LABELS.component]: SNAPSHOT_COMPONENT,
-      [LABELS.schema]: owner.metadata.name,
+      [resourceLabel(owner.kind)]: owner.metadata.name,
     },
     annotations: { [CONTENT_DIGEST_ANNOTATION]: built.contentDigest },
     ownerReferences: [controllerOwnerReference(owner)],

@@ -10,7 +10,7 @@ import { API_GROUP, API_VERSION, SCHEMA_FINALIZER } from '../../src/api/meta.ts'
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import { RealmLeases } from '../../src/controller/realm/realm-lease.ts';
 import { LeaderElector } from '../../src/controller/runtime/leader-election.ts';
-import { PtahObjects } from '../../src/controller/schema/kube.ts';
+import { PtahObjects } from '../../src/controller/runtime/kube.ts';
 import { SchemaReconciler } from '../../src/controller/schema/reconciler.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';

@@ -10,7 +10,19 @@
  */
 import { canonicalDigest, type Sha256Digest } from '../../api/digest.ts';
 import { hexOf } from '../../api/fingerprint.ts';
+import type { MigrationOperationType } from '../../api/ptah-migration.ts';
 import type { Claim, ExecutionBinding, OperationType } from '../../api/ptah-schema.ts';
+
+/** Both families claim through this one module; only their operation lists and Job name prefixes differ. */
+export type ResourceFamily = 'schema' | 'migration';
+export type AnyOperationType = OperationType | MigrationOperationType;
+
+/** A claim of either family: the shape both share, with the family's own operation type. */
+export type OperationClaim<T extends AnyOperationType = AnyOperationType> = Omit<Claim, 'type'> & {
+  readonly type: T;
+};
+
+const JOB_NAME_PREFIX: Readonly<Record<ResourceFamily, string>> = { schema: 'ptah-', migration: 'ptah-m-' };
 
 export const OPERATION_CONTRACT_VERSION = 1;
 export const MAX_JOB_NAME_LENGTH = 63;
@@ -41,11 +53,17 @@ export interface OperationInputs {
   readonly approvalRef?: ObjectRef;
 }
 
-export function inputsFingerprint(type: OperationType, inputs: OperationInputs): Sha256Digest {
+export function inputsFingerprint(
+  type: AnyOperationType,
+  inputs: OperationInputs,
+  family: ResourceFamily = 'schema',
+): Sha256Digest {
   // Members are listed one by one so an input added to the interface without being bound here is a
   // visible omission, and so nothing outside the interface (a wider object passed in) is bound by accident.
   return canonicalDigest({
     contractVersion: OPERATION_CONTRACT_VERSION,
+    // A schema's fingerprints predate the second family and stay as they were.
+    ...(family === 'schema' ? {} : { family }),
     operation: type,
     contentDigest: inputs.contentDigest,
     snapshotName: inputs.snapshotName,
@@ -74,7 +92,7 @@ export function inputsFingerprint(type: OperationType, inputs: OperationInputs):
 export interface OperationIdentity {
   readonly resourceUID: string;
   readonly generation: number;
-  readonly type: OperationType;
+  readonly type: AnyOperationType;
   readonly inputsFingerprint: string;
   /** 1 for the first try; a retry after a failure is a new operation with the next attempt. */
   readonly attempt: number;
@@ -96,11 +114,17 @@ export function operationId(id: OperationIdentity): Sha256Digest {
 }
 
 /**
- * `ptah-<operation>-<resource>-<16 hex of the operation id>`: a DNS-1123 label of at most 63 characters,
- * since Job names become Pod labels. The resource name is shortened to fit; the id keeps the name unique.
+ * `ptah-<operation>-<resource>-<16 hex of the operation id>` (a migration's `ptah-m-<operation>-…`): a
+ * DNS-1123 label of at most 63 characters, since Job names become Pod labels. The resource name is
+ * shortened to fit; the id keeps the name unique.
  */
-export function jobName(type: OperationType, resourceName: string, id: Sha256Digest): string {
-  const prefix = `ptah-${type.toLowerCase()}-`;
+export function jobName(
+  type: AnyOperationType,
+  resourceName: string,
+  id: Sha256Digest,
+  family: ResourceFamily = 'schema',
+): string {
+  const prefix = `${JOB_NAME_PREFIX[family]}${type.toLowerCase()}-`;
   const suffix = hexOf(id).slice(0, 16);
   const room = MAX_JOB_NAME_LENGTH - prefix.length - suffix.length - 1;
   const name = resourceName
@@ -111,11 +135,13 @@ export function jobName(type: OperationType, resourceName: string, id: Sha256Dig
   return name === '' ? `${prefix}${suffix}` : `${prefix}${name}-${suffix}`;
 }
 
-export interface ClaimRequest {
+export interface ClaimRequest<T extends AnyOperationType = OperationType> {
+  /** Absent: a schema. */
+  readonly family?: ResourceFamily;
   readonly resourceUID: string;
   readonly resourceName: string;
   readonly generation: number;
-  readonly type: OperationType;
+  readonly type: T;
   readonly inputs: OperationInputs;
   /** 1 for the first try. */
   readonly attempt: number;
@@ -123,8 +149,12 @@ export interface ClaimRequest {
 }
 
 /** The claim to persist for an operation decided at `now`, with nothing dispatched yet. */
-export function buildClaim(request: ClaimRequest, now: Date): Claim {
-  const fingerprint = inputsFingerprint(request.type, request.inputs);
+export function buildClaim<T extends AnyOperationType = OperationType>(
+  request: ClaimRequest<T>,
+  now: Date,
+): OperationClaim<T> {
+  const family = request.family ?? 'schema';
+  const fingerprint = inputsFingerprint(request.type, request.inputs, family);
   const startedAt = now.toISOString();
   const id = operationId({ ...request, inputsFingerprint: fingerprint, startedAt });
   const { inputs } = request;
@@ -132,7 +162,7 @@ export function buildClaim(request: ClaimRequest, now: Date): Claim {
     type: request.type,
     operationId: id,
     inputsFingerprint: fingerprint,
-    jobName: jobName(request.type, request.resourceName, id),
+    jobName: jobName(request.type, request.resourceName, id, family),
     attempt: request.attempt,
     generation: request.generation,
     startedAt,

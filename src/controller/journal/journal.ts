@@ -6,7 +6,17 @@
  * Bounds: at most 64 entries, none more than 30 days older than the newest, oldest dropped first.
  * coveredSince is the instant from which the journal is complete; it moves past every entry a bound drops.
  */
-import type { Journal, JournalEntry } from '../../api/ptah-schema.ts';
+import type { JournalEntry as SchemaJournalEntry } from '../../api/ptah-schema.ts';
+
+/**
+ * An entry of either family's journal: the one shape both keep, whatever operation list the family names.
+ * Each function takes and returns the family's own entry type.
+ */
+export type JournalEntry = Omit<SchemaJournalEntry, 'operation'> & { readonly operation?: string };
+export interface Journal<E extends JournalEntry = JournalEntry> {
+  readonly coveredSince: string;
+  readonly entries: readonly E[];
+}
 
 export const JOURNAL_MAX_ENTRIES = 64;
 export const JOURNAL_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
@@ -18,7 +28,10 @@ export class JournalEntryError extends Error {
 }
 
 /** The journal a status write starts from: an existing one, or an empty one complete from `now`. */
-export function ensureJournal(journal: Journal | undefined, now: Date): Journal {
+export function ensureJournal<E extends JournalEntry>(
+  journal: Journal<E> | undefined,
+  now: Date,
+): Journal<E> {
   return journal ?? { coveredSince: now.toISOString(), entries: [] };
 }
 
@@ -26,13 +39,18 @@ export function ensureJournal(journal: Journal | undefined, now: Date): Journal 
  * Records one entry. A PlanPublished for a plan already held writes nothing; an OperationFailed with the
  * same operation and reason as the newest entry folds into it (count and last time).
  */
-export function recordJournalEntry(journal: Journal | undefined, entry: JournalEntry, now: Date): Journal {
+export function recordJournalEntry<E extends JournalEntry>(
+  journal: Journal<E> | undefined,
+  entry: E,
+  now: Date,
+): { coveredSince: string; entries: E[] } {
   assertReasonOnly(entry);
   const current = ensureJournal(journal, now);
   const entries = [...current.entries];
   if (entry.type === 'PlanPublished') {
     if (entry.plan === undefined) throw new JournalEntryError('a PlanPublished entry names its plan');
-    if (entries.some((e) => e.type === 'PlanPublished' && e.plan === entry.plan)) return current;
+    if (entries.some((e) => e.type === 'PlanPublished' && e.plan === entry.plan))
+      return { coveredSince: current.coveredSince, entries };
   }
   const last = entries[entries.length - 1];
   if (
@@ -57,9 +75,9 @@ function instantOf(e: JournalEntry): number {
   return Date.parse(e.lastTime ?? e.time);
 }
 
-function applyBounds(journal: Journal): Journal {
+function applyBounds<E extends JournalEntry>(journal: Journal<E>): { coveredSince: string; entries: E[] } {
   const newest = Math.max(...journal.entries.map(instantOf));
-  const kept: JournalEntry[] = [];
+  const kept: E[] = [];
   let droppedUpTo: number | undefined;
   const dropped = (e: JournalEntry) => {
     droppedUpTo = Math.max(droppedUpTo ?? -Infinity, instantOf(e));

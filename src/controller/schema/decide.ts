@@ -15,9 +15,8 @@ import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
 import type { TargetConflict } from '../realm/target-conflict.ts';
 import { policyFingerprint } from '../../api/fingerprint.ts';
-import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import { MAX_RETIRED_PLANS, type ExecutionBinding, type JournalEntry } from '../../api/ptah-schema.ts';
-import { recordJournalEntry } from '../journal/journal.ts';
+import { DecisionBuilder, type DecisionOf, type EventSpec } from '../decision/builder.ts';
 import { readRequest, readRequestPending } from '../../api/read-request.ts';
 import type {
   ApprovalView,
@@ -110,105 +109,21 @@ export type PostAction =
   | { readonly kind: 'removeFinalizer' }
   | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
 
-export interface EventSpec {
-  readonly type: 'Normal' | 'Warning';
-  readonly reason: string;
-  /** Constant text plus object names; never a value from the database or a credential. */
-  readonly message: string;
-}
+export type { EventSpec };
 
-export interface Decision {
-  readonly status: SchemaStatus;
-  readonly pre: readonly PreAction[];
-  readonly post: readonly PostAction[];
-  readonly events: readonly EventSpec[];
-  readonly requeueAfterMs?: number;
-}
+export type Decision = DecisionOf<SchemaStatus, PreAction, PostAction>;
 
 /** How often a running Job is looked at when no watch event arrives. */
 export const JOB_POLL_MS = 3_000;
 /** How long a finished Pod's log may stay unreadable before the result counts as lost. */
 export const LOG_GRACE_MS = 120_000;
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
-/** A journal entry before it is stamped; undefined members are left out. */
-type JournalEvent = { [K in keyof Omit<JournalEntry, 'time'>]?: JournalEntry[K] | undefined } & {
-  readonly type: JournalEntry['type'];
-};
-
-class Builder {
-  status: Mutable<SchemaStatus>;
-  readonly pre: PreAction[] = [];
-  readonly post: PostAction[] = [];
-  readonly events: EventSpec[] = [];
-  private readonly conds: ConditionUpdate[] = [];
-  private readonly journal: JournalEvent[] = [];
-  requeueAfterMs: number | undefined;
-
+class Builder extends DecisionBuilder<SchemaStatus, JournalEntry, PreAction, PostAction> {
   constructor(
     readonly input: DecideInput,
     status: SchemaStatus,
   ) {
-    this.status = { ...status };
-  }
-
-  get now(): string {
-    return this.input.now.toISOString();
-  }
-
-  cond(type: string, status: 'True' | 'False' | 'Unknown', reason: string, message: string): this {
-    this.conds.push({ type, status, reason, message });
-    return this;
-  }
-
-  event(type: 'Normal' | 'Warning', reason: string, message: string): this {
-    this.events.push({ type, reason, message });
-    return this;
-  }
-
-  record(entry: JournalEvent): this {
-    this.journal.push(entry);
-    return this;
-  }
-
-  requeue(ms: number): this {
-    const v = Math.max(0, Math.round(ms));
-    this.requeueAfterMs = this.requeueAfterMs === undefined ? v : Math.min(this.requeueAfterMs, v);
-    return this;
-  }
-
-  requeueAt(iso: string | undefined): this {
-    if (iso === undefined) return this;
-    return this.requeue(Date.parse(iso) - this.input.now.getTime());
-  }
-
-  build(): Decision {
-    const generation = this.input.schema.generation;
-    if (this.conds.length > 0) {
-      this.status.conditions = [
-        ...setConditions(
-          this.status.conditions,
-          this.conds.map((c) => ({ ...c, observedGeneration: generation })),
-          this.input.now,
-        ),
-      ];
-    }
-    if (this.journal.length > 0) {
-      let journal = this.status.journal;
-      for (const e of this.journal) {
-        const entry = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined));
-        journal = recordJournalEntry(journal, { ...entry, time: this.now } as JournalEntry, this.input.now);
-      }
-      this.status.journal = journal;
-    }
-    return {
-      status: this.status,
-      pre: this.pre,
-      post: this.post,
-      events: this.events,
-      ...(this.requeueAfterMs !== undefined ? { requeueAfterMs: this.requeueAfterMs } : {}),
-    };
+    super(input.now, input.schema.generation, status);
   }
 }
 

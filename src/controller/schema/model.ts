@@ -7,7 +7,6 @@
  * report by its digest and counts, the plan by its name, UID and digests.
  */
 
-import type { RunnerResult } from '../../protocol/result.ts';
 import type {
   ApplyPolicy,
   Claim,
@@ -69,32 +68,7 @@ export interface SchemaView {
   readonly status: SchemaStatus;
 }
 
-/** What the I/O layer found for the claimed Job. */
-export type JobObservation =
-  | { readonly state: 'absent' }
-  | { readonly state: 'running'; readonly uid: string }
-  | {
-      readonly state: 'finished';
-      readonly uid: string;
-      readonly succeeded: boolean;
-      readonly finishedAt?: string;
-    };
-
-/** The result of reading the claimed Job's Pod: only `accepted` is a result at all. */
-export type Harvest =
-  | { readonly kind: 'accepted'; readonly result: RunnerResult }
-  /** The snapshot-check init container refused; the failing file is named, never its content. */
-  | { readonly kind: 'snapshot-refused'; readonly file?: string }
-  /** A frame that is corrupt, for another claim, or absent from a finished container. */
-  | { readonly kind: 'refused'; readonly message: string }
-  /** The log could not be read right now (API error); try again shortly. */
-  | { readonly kind: 'unavailable'; readonly message: string }
-  /**
-   * The node cannot start the operation container because the Secret or its key is missing
-   * (CreateContainerConfigError): seen while the Job still runs, so nothing waits for its deadline. The
-   * message names the Secret and key, never a value.
-   */
-  | { readonly kind: 'credential-unavailable'; readonly message: string };
+export type { Harvest, JobObservation } from '../jobs/harvest.ts';
 
 export interface ApprovalView {
   readonly name: string;

@@ -36,7 +36,7 @@ import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { EventRecorder } from '../events/event-recorder.ts';
-import { buildSchemaJob, type ManagerIdentity } from '../jobs/schema-job.ts';
+import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
@@ -47,8 +47,8 @@ import {
 } from '../../sources/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
-import { blockedJob, harvestJob, observeJob } from './harvest.ts';
-import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from './kube.ts';
+import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
+import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 

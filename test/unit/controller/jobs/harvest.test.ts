@@ -2,8 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { Claim } from '../../../../src/api/ptah-schema.ts';
-import { credentialUnavailable, harvestJob } from '../../../../src/controller/schema/harvest.ts';
-import { controlledBy } from '../../../../src/controller/schema/kube.ts';
+import { credentialUnavailable, harvestJob } from '../../../../src/controller/jobs/harvest.ts';
+import { controlledBy } from '../../../../src/controller/runtime/kube.ts';
 import { encodeFrame } from '../../../../src/protocol/frame.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/protocol/result.ts';
 

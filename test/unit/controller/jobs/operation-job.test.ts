@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LABELS } from '../../../../src/api/meta.ts';
-import { buildSchemaJob, type SchemaJobInput } from '../../../../src/controller/jobs/schema-job.ts';
+import {
+  buildMigrationJob,
+  buildSchemaJob,
+  type MigrationJobInput,
+  type SchemaJobInput,
+} from '../../../../src/controller/jobs/operation-job.ts';
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const base: SchemaJobInput = {
@@ -117,5 +122,67 @@ describe('schema operation Job', () => {
     // The plan's bound target identity: the runner refuses a URL that names another database.
     assert.equal(env.find((e) => e.name === 'PTAH_EXPECTED_TARGET_IDENTITY')!.value, digest('e'));
     assert.equal(job.metadata!.annotations!['operator.ptah.run/plan-fingerprint'], digest('f'));
+  });
+});
+
+const migration: MigrationJobInput = {
+  migration: { name: 'orders', namespace: 'ns', uid: 'uid-m' },
+  claim: { ...base.claim, type: 'History', jobName: 'ptah-m-history-orders-aaaaaaaaaaaaaaaa' },
+  engine: 'mysql',
+  urlFrom: { name: 'db-secret', key: 'url' },
+  activeDeadlineSeconds: 600,
+  manager: base.manager,
+  now: base.now,
+};
+
+describe('migration operation Job', () => {
+  it('shares the schema Pod: the same hardening, snapshot check and URL from env only', () => {
+    const job = buildMigrationJob(migration);
+    const schemaPod = buildSchemaJob(base).spec!.template.spec!;
+    const pod = job.spec!.template.spec!;
+    assert.deepEqual(pod.securityContext, schemaPod.securityContext);
+    assert.deepEqual(pod.containers[0]!.securityContext, schemaPod.containers[0]!.securityContext);
+    assert.equal(pod.automountServiceAccountToken, false);
+    assert.deepEqual(pod.initContainers![0]!.args!.slice(-2), ['--out', '/ptah/work/migrations']);
+    assert.deepEqual(pod.containers[0]!.args, ['run', '--operation', 'migration-history']);
+    const url = pod.containers[0]!.env!.find((e) => e.name === 'PTAH_DB_URL')!;
+    assert.equal(url.value, undefined);
+    assert.equal(job.metadata!.labels![LABELS.migration], 'orders');
+    assert.equal(job.metadata!.labels![LABELS.schema], undefined);
+    assert.equal(job.metadata!.labels![LABELS.operation], 'history');
+    assert.equal(job.metadata!.ownerReferences![0]!.kind, 'PtahMigration');
+    // History mutates nothing and carries no sequence.
+    assert.ok(!pod.containers[0]!.env!.some((e) => e.name === 'PTAH_EXPECTED_SEQUENCE'));
+  });
+
+  it('hands an Apply the approved sequence, the history it was read against and the bound mode', () => {
+    const plan = {
+      fingerprint: digest('f'),
+      sequence: [
+        { version: '2', checksum: 'c2' },
+        { version: '3', checksum: 'c3' },
+      ],
+      historyFingerprint: digest('h'),
+      targetIdentityDigest: digest('e'),
+      transactionMode: 'none' as const,
+      lockTimeoutSeconds: 300,
+    };
+    const claim = { ...migration.claim, type: 'Apply' as const };
+    const env = buildMigrationJob({ ...migration, claim, plan }).spec!.template.spec!.containers[0]!.env!;
+    const value = (name: string) => env.find((e) => e.name === name)?.value;
+    assert.equal(
+      value('PTAH_EXPECTED_SEQUENCE'),
+      '[{"version":"2","checksum":"c2"},{"version":"3","checksum":"c3"}]',
+    );
+    assert.equal(value('PTAH_EXPECTED_HISTORY_FINGERPRINT'), digest('h'));
+    assert.equal(value('PTAH_EXPECTED_TARGET_IDENTITY'), digest('e'));
+    assert.equal(value('PTAH_TX_MODE'), 'none');
+    assert.equal(value('PTAH_OPERATION'), 'migration-apply');
+    const unset = buildMigrationJob({ ...migration, claim, plan: { ...plan, transactionMode: 'unset' } });
+    assert.ok(
+      !unset.spec!.template.spec!.containers[0]!.env!.some((e) => e.name === 'PTAH_TX_MODE'),
+      'unset passes no mode: Ptah chooses',
+    );
+    assert.throws(() => buildMigrationJob({ ...migration, claim }), /needs its plan/);
   });
 });

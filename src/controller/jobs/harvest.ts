@@ -1,14 +1,44 @@
 /**
- * Reads the result of a finished operation Job from its Pod: the snapshot-check init container's refusal,
+ * Reads the result of a finished operation Job, of either family, from its Pod: the snapshot-check init container's refusal,
  * or the frame the runner wrote as its last stdout output, read through `pods/log`. Only a complete frame
  * bound to the claimed operation id is a result; everything else is "not arrived" or refused, never success.
  */
 import type { CoreV1Api, V1Job, V1Pod } from '@kubernetes/client-node';
 import { acceptFrame, decodeFrame } from '../../protocol/frame.ts';
-import type { RunnerOperation } from '../../protocol/result.ts';
-import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from '../jobs/schema-job.ts';
-import { jobPods } from './kube.ts';
-import type { Claim, Harvest, JobObservation } from './model.ts';
+import type { RunnerOperation, RunnerResult } from '../../protocol/result.ts';
+import type { OperationClaim } from '../claims/claim.ts';
+import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from './operation-job.ts';
+import { jobPods } from '../runtime/kube.ts';
+
+/** What the harvest needs of a claim, whichever family made it. */
+type Claim = Pick<OperationClaim, 'type' | 'jobName' | 'operationId' | 'jobUID'>;
+
+/** What the I/O layer found for the claimed Job. */
+export type JobObservation =
+  | { readonly state: 'absent' }
+  | { readonly state: 'running'; readonly uid: string }
+  | {
+      readonly state: 'finished';
+      readonly uid: string;
+      readonly succeeded: boolean;
+      readonly finishedAt?: string;
+    };
+
+/** The result of reading the claimed Job's Pod: only `accepted` is a result at all. */
+export type Harvest =
+  | { readonly kind: 'accepted'; readonly result: RunnerResult }
+  /** The snapshot-check init container refused; the failing file is named, never its content. */
+  | { readonly kind: 'snapshot-refused'; readonly file?: string }
+  /** A frame that is corrupt, for another claim, or absent from a finished container. */
+  | { readonly kind: 'refused'; readonly message: string }
+  /** The log could not be read right now (API error); try again shortly. */
+  | { readonly kind: 'unavailable'; readonly message: string }
+  /**
+   * The node cannot start the operation container because the Secret or its key is missing
+   * (CreateContainerConfigError): seen while the Job still runs, so nothing waits for its deadline. The
+   * message names the Secret and key, never a value.
+   */
+  | { readonly kind: 'credential-unavailable'; readonly message: string };
 
 export function observeJob(job: V1Job | undefined): JobObservation {
   if (job === undefined || job.metadata?.deletionTimestamp !== undefined) return { state: 'absent' };
@@ -40,12 +70,18 @@ export function failingFileOf(message: string | undefined): string | undefined {
   }
 }
 
+/** The runner operation a schema claim runs; a migration's reconciler names its own. */
 export function runnerOperation(claim: Claim): RunnerOperation {
   return claim.type === 'Observe' ? 'observe' : claim.type === 'Plan' ? 'plan' : 'apply';
 }
 
 /** Judges one Pod and its main container's log (undefined when the log could not be read). */
-export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): Harvest {
+export function harvestPod(
+  pod: V1Pod,
+  log: string | undefined,
+  claim: Claim,
+  operation: RunnerOperation = runnerOperation(claim),
+): Harvest {
   const init = pod.status?.initContainerStatuses?.find((c) => c.name === SNAPSHOT_CHECK_CONTAINER);
   const initExit = init?.state?.terminated?.exitCode;
   if (initExit !== undefined && initExit !== 0) {
@@ -58,7 +94,7 @@ export function harvestPod(pod: V1Pod, log: string | undefined, claim: Claim): H
   }
   if (log === undefined) return { kind: 'unavailable', message: 'the container log could not be read' };
   const accepted = acceptFrame(decodeFrame(log), {
-    operation: runnerOperation(claim),
+    operation,
     operationId: claim.operationId,
   });
   if (accepted.accepted) return { kind: 'accepted', result: accepted.result };
@@ -119,6 +155,7 @@ export async function harvestJob(
   namespace: string,
   claim: Claim,
   jobUid: string,
+  operation: RunnerOperation = runnerOperation(claim),
 ): Promise<Harvest> {
   // Once the claim has recorded its Job, a Job of another UID under that name is someone else's object.
   if (claim.jobUID !== undefined && claim.jobUID !== jobUid) {
@@ -147,5 +184,5 @@ export async function harvestJob(
       log = undefined;
     }
   }
-  return harvestPod(pod, log, claim);
+  return harvestPod(pod, log, claim, operation);
 }

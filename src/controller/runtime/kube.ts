@@ -1,5 +1,5 @@
 /**
- * The Kubernetes calls the schema reconciler makes, over the generated client. Every read the reconciler
+ * The Kubernetes calls both reconcilers make, over the generated client. Every read the reconciler
  * decides from goes to the API server (no cache): the caches only wake the queue. Errors keep their HTTP
  * code so callers can tell "not found" and "somebody moved first" from a failure.
  */
@@ -33,7 +33,14 @@ export async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   }
 }
 
-export type Plural = 'ptahschemas' | 'ptahschemaplans' | 'ptahschemaapprovals';
+export type Plural =
+  | 'ptahschemas'
+  | 'ptahschemaplans'
+  | 'ptahschemaapprovals'
+  | 'ptahmigrations'
+  | 'ptahmigrationplans'
+  | 'ptahmigrationapprovals'
+  | 'ptahmigrationrunacknowledgments';
 
 /** Typed access to the operator's own kinds. */
 export class PtahObjects {

@@ -1,0 +1,113 @@
+/**
+ * What both families' decisions are made of: the next status, the writes before it (`pre`) and after it
+ * (`post`), the Events, and when to look again. Each family's `decide` fills one of these; the reconciler
+ * performs it in the order the contract fixes: pre → status → post, then Events. So a claim is durable before
+ * its Job, and a Lease is released only after the status that stops needing it.
+ *
+ * Conditions and journal entries are collected during the decision and folded into the status once, at
+ * `build`, stamped with the resource generation and the decision's clock.
+ */
+import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
+import { recordJournalEntry, type Journal, type JournalEntry } from '../journal/journal.ts';
+
+export interface EventSpec {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  /** Constant text plus object names; never a value from the database or a credential. */
+  readonly message: string;
+}
+
+export interface DecisionOf<S, Pre, Post> {
+  readonly status: S;
+  readonly pre: readonly Pre[];
+  readonly post: readonly Post[];
+  readonly events: readonly EventSpec[];
+  readonly requeueAfterMs?: number;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** A journal entry before it is stamped; undefined members are left out. */
+export type JournalEventOf<E extends JournalEntry> = {
+  [K in keyof Omit<E, 'time'>]?: E[K] | undefined;
+} & { readonly type: E['type'] };
+
+interface StatusWithRecords<E extends JournalEntry> {
+  conditions?: readonly ConditionUpdate[] | undefined;
+  journal?: Journal<E> | undefined;
+}
+
+export class DecisionBuilder<S extends StatusWithRecords<E>, E extends JournalEntry, Pre, Post> {
+  status: Mutable<S>;
+  readonly pre: Pre[] = [];
+  readonly post: Post[] = [];
+  readonly events: EventSpec[] = [];
+  private readonly conds: ConditionUpdate[] = [];
+  private readonly journal: JournalEventOf<E>[] = [];
+  requeueAfterMs: number | undefined;
+
+  constructor(
+    readonly clock: Date,
+    private readonly generation: number,
+    status: S,
+  ) {
+    this.status = { ...status };
+  }
+
+  get now(): string {
+    return this.clock.toISOString();
+  }
+
+  cond(type: string, status: 'True' | 'False' | 'Unknown', reason: string, message: string): this {
+    this.conds.push({ type, status, reason, message });
+    return this;
+  }
+
+  event(type: 'Normal' | 'Warning', reason: string, message: string): this {
+    this.events.push({ type, reason, message });
+    return this;
+  }
+
+  record(entry: JournalEventOf<E>): this {
+    this.journal.push(entry);
+    return this;
+  }
+
+  requeue(ms: number): this {
+    const v = Math.max(0, Math.round(ms));
+    this.requeueAfterMs = this.requeueAfterMs === undefined ? v : Math.min(this.requeueAfterMs, v);
+    return this;
+  }
+
+  requeueAt(iso: string | undefined): this {
+    if (iso === undefined) return this;
+    return this.requeue(Date.parse(iso) - this.clock.getTime());
+  }
+
+  build(): DecisionOf<S, Pre, Post> {
+    if (this.conds.length > 0) {
+      this.status.conditions = [
+        ...setConditions(
+          this.status.conditions as Parameters<typeof setConditions>[0],
+          this.conds.map((c) => ({ ...c, observedGeneration: this.generation })),
+          this.clock,
+        ),
+      ] as S['conditions'];
+    }
+    if (this.journal.length > 0) {
+      let journal = this.status.journal;
+      for (const e of this.journal) {
+        const entry = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined));
+        journal = recordJournalEntry<E>(journal, { ...entry, time: this.now } as E, this.clock);
+      }
+      this.status.journal = journal as S['journal'];
+    }
+    return {
+      status: this.status,
+      pre: this.pre,
+      post: this.post,
+      events: this.events,
+      ...(this.requeueAfterMs !== undefined ? { requeueAfterMs: this.requeueAfterMs } : {}),
+    };
+  }
+}
