@@ -1,4 +1,5 @@
-import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { posix } from 'node:path';
 import type { HostView, PathKind } from './mount-plan.ts';
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
@@ -28,6 +29,17 @@ export const realHost: HostView = {
         }
       },
     );
+  },
+  resolve(path: string): string {
+    const rest: string[] = [];
+    for (let prefix = path; ; prefix = posix.dirname(prefix)) {
+      try {
+        return posix.join(realpathSync(prefix), ...rest.reverse());
+      } catch {
+        if (prefix === '/') return path;
+        rest.push(posix.basename(prefix));
+      }
+    }
   },
   mountPoints() {
     return readFileSync('/proc/self/mountinfo', 'utf8')

@@ -26,6 +26,12 @@ export interface HostView {
   rootEntries(): readonly { name: string; kind: 'dir' | 'file' | 'symlink'; link?: string }[];
   /** Every mount point on the host, from /proc/self/mountinfo. */
   mountPoints(): readonly string[];
+  /**
+   * The path with every symlink in its existing part resolved (the rest kept as written): the
+   * container's root is the host's, so `/var/run -> /run` must be followed on the host before any
+   * mount, or a mirror root's absolute symlink would lead the mount out of the container's view.
+   */
+  resolve(path: string): string;
 }
 
 export function shellQuote(word: string): string {
@@ -53,7 +59,12 @@ function ancestors(path: string): string[] {
  * - a mount path under a top-level directory the host lacks (e.g. /workspace) makes the script
  *   build a mirror root on the tmpfs (every top-level entry bound in) and chroot into it.
  */
-export function planContainerScript(launch: ContainerLaunch, host: HostView): string {
+export function planContainerScript(requested: ContainerLaunch, host: HostView): string {
+  const launch: ContainerLaunch = {
+    ...requested,
+    mounts: requested.mounts.map((m) => ({ ...m, target: host.resolve(posix.normalize(m.target)) })),
+    workingDir: host.resolve(posix.normalize(requested.workingDir)),
+  };
   const lines = ['set -e', `mount -t tmpfs -o mode=0700 ptah-scratch ${shellQuote(launch.scratchDir)}`];
   // Sources are pinned on the tmpfs first: a later overlay could otherwise hide the host path
   // they live under, and a bind through the overlay would write to its private upper layer.

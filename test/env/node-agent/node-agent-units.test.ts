@@ -13,6 +13,7 @@ const host: HostView = {
     { name: 'bin', kind: 'symlink', link: 'usr/bin' },
   ],
   mountPoints: () => ['/', '/dev', '/dev/pts'],
+  resolve: (path) => path.replace(/^\/var\/run(?=\/|$)/, '/run'),
 };
 
 test('$(VAR) expands from the env, $$ escapes, unknown variables stay as written', () => {
@@ -65,6 +66,33 @@ test('a mount path under a missing top-level directory builds a mirror root and 
     /exec chroot '\/work\/s\/root' .* '\/workspace' 'setpriv' '--reuid=1000' '--regid=1001' '--clear-groups' '--' 'id'/,
   );
   assert.doesNotMatch(script, /overlay/);
+});
+
+test('a mount path through a host symlink (/var/run -> /run) is mounted where the symlink leads', () => {
+  const script = planContainerScript(
+    {
+      scratchDir: '/work/s',
+      mounts: [
+        {
+          source: '/vol/sa',
+          target: '/var/run/secrets/kubernetes.io/serviceaccount',
+          readOnly: true,
+          kind: 'dir',
+        },
+        { source: '/vol/work', target: '/workspace', readOnly: false, kind: 'dir' },
+      ],
+      workingDir: '/workspace',
+      argv: ['id'],
+    },
+    { ...host, kind: (path) => (['/', '/etc', '/run', '/var'].includes(path) ? 'dir' : 'missing') },
+  );
+  // Inside a mirror root, /var/run is the host's absolute symlink: a mount through it would land
+  // on the host's /run, outside the root the container is chrooted into.
+  assert.match(
+    script,
+    /mount --bind '\/work\/s\/source-0' '\/work\/s\/root\/run\/secrets\/kubernetes.io\/serviceaccount'/,
+  );
+  assert.doesNotMatch(script, /root\/var\/run/);
 });
 
 function container(name: string, state: ContainerRecord['state'], final = false): ContainerRecord {
