@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,11 +50,15 @@ function shellContainer(name: string, script: string, extra: Record<string, unkn
   return { name, image: SHELL_IMAGE, args: [script], ...extra };
 }
 
-async function createPod(name: string, spec: Record<string, unknown>): Promise<Pod> {
+async function createPod(
+  name: string,
+  spec: Record<string, unknown>,
+  labels: Record<string, string> = {},
+): Promise<Pod> {
   return admin.send<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name },
+    metadata: { name, labels },
     spec: { restartPolicy: 'Never', automountServiceAccountToken: false, ...spec },
   });
 }
@@ -110,7 +115,8 @@ test('an init container fills an emptyDir the main container reads; the log read
   const pod = await waitForPhase('init-then-main', 'Succeeded');
   assert.equal(pod.status?.initContainerStatuses?.[0]?.state.terminated?.reason, 'Completed');
   assert.equal(pod.status?.containerStatuses?.[0]?.state.terminated?.exitCode, 0);
-  assert.equal(pod.status?.podIP, '127.0.0.1');
+  assert.match(pod.status?.podIP ?? '', /^198\.(18|19)\.\d+\.\d+$/, 'a Pod IP of its own, not loopback');
+  assert.equal(pod.status?.hostIP, '127.0.0.1');
   const types = (pod.status?.conditions ?? []).map((c) => `${c.type}=${c.status}`).sort();
   assert.ok(
     types.includes('Initialized=True') &&
@@ -145,7 +151,7 @@ test('env from a Secret, a ConfigMap and fieldRefs; a configMap volume with mode
     containers: [
       shellContainer(
         'show',
-        'echo "pw=$PASSWORD mode=$MODE pod=$POD_NAME ns=$POD_NS node=$NODE ip=$IP uid=$POD_UID"; ' +
+        'echo "pw=$PASSWORD mode=$MODE pod=$POD_NAME ns=$POD_NS node=$NODE ip=$IP host=$HOST_IP uid=$POD_UID"; ' +
           'stat -L -c "%a" /etc/ptah-agent-test/conf/app.conf; cat /etc/ptah-agent-test/conf/app.conf; ' +
           'touch /etc/ptah-agent-test/conf/x 2>/dev/null && echo writable || echo read-only',
         {
@@ -157,6 +163,7 @@ test('env from a Secret, a ConfigMap and fieldRefs; a configMap volume with mode
             { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
             { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
             { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+            { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
           ],
           volumeMounts: [{ name: 'conf', mountPath: '/etc/ptah-agent-test/conf', readOnly: true }],
         },
@@ -166,7 +173,7 @@ test('env from a Secret, a ConfigMap and fieldRefs; a configMap volume with mode
   const pod = await waitForPhase('env-and-volume', 'Succeeded');
   assert.equal(
     await podLog('env-and-volume'),
-    `pw=s3cret-value mode=strict pod=env-and-volume ns=${ns} node=${agent.nodeName} ip=127.0.0.1 uid=${pod.metadata.uid}\n` +
+    `pw=s3cret-value mode=strict pod=env-and-volume ns=${ns} node=${agent.nodeName} ip=${pod.status?.podIP} host=127.0.0.1 uid=${pod.metadata.uid}\n` +
       '400\nretries=3\nread-only\n',
   );
 });
@@ -295,4 +302,76 @@ test('deleting a running Pod sends SIGTERM, waits, and the agent removes the Pod
     }
   });
   assert.throws(() => process.kill(pid, 0), /ESRCH/);
+});
+
+test('every Pod has an IP of its own: two listen on one port, a Service gets both as endpoints, an unready one is not ready', async () => {
+  await admin.send('POST', `/api/v1/namespaces/${ns}/services`, {
+    metadata: { name: 'echo' },
+    spec: { selector: { app: 'echo' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+  });
+  // A Node program answering with its Pod's name on the Pod's own IP, port 8080; `quiet` never listens.
+  const serve = `exec ${process.execPath} -e "require('node:http').createServer((q, r) => r.end(process.env.NAME)).listen(8080, process.env.IP)"`;
+  const listener = (name: string, script: string) =>
+    createPod(
+      name,
+      {
+        containers: [
+          shellContainer('serve', script, {
+            ports: [{ name: 'http', containerPort: 8080 }],
+            env: [
+              { name: 'NAME', value: name },
+              { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+            ],
+            readinessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 1 },
+          }),
+        ],
+      },
+      { app: 'echo' },
+    );
+  for (const name of ['echo-a', 'echo-b']) await listener(name, serve);
+  await listener('echo-quiet', 'sleep 600');
+  const ready = async (name: string) => {
+    const pod = await getPod(name);
+    return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? pod : undefined;
+  };
+  const [a, b] = [
+    await eventually('echo-a Ready', () => ready('echo-a')),
+    await eventually('echo-b Ready', () => ready('echo-b')),
+  ];
+  assert.notEqual(a.status?.podIP, b.status?.podIP);
+  for (const pod of [a, b]) {
+    const response = await fetch(`http://${pod.status?.podIP}:8080/`);
+    assert.equal(await response.text(), pod.metadata.name, `${pod.metadata.name} answers on its own IP`);
+  }
+  const quiet = await waitForPhase('echo-quiet', 'Running');
+  assert.equal(
+    quiet.status?.containerStatuses?.[0]?.ready,
+    false,
+    'a failing readiness probe keeps it unready',
+  );
+  assert.equal(quiet.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
+
+  // The EndpointSlice controller accepts the addresses (it refuses loopback ones) and marks readiness.
+  const slice = await eventually('the EndpointSlice lists all three', async () => {
+    const list = await admin.get<{
+      items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[];
+    }>(
+      `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`,
+    );
+    const endpoints = list.items.flatMap((s) => s.endpoints ?? []);
+    return endpoints.length === 3 ? endpoints : undefined;
+  });
+  const readyByIP = new Map(slice.map((e) => [e.addresses[0], e.conditions?.ready]));
+  assert.equal(readyByIP.get(a.status?.podIP ?? ''), true);
+  assert.equal(readyByIP.get(b.status?.podIP ?? ''), true);
+  assert.equal(readyByIP.get(quiet.status?.podIP ?? ''), false);
+
+  // A deleted Pod's address leaves the host with its sandbox.
+  for (const name of ['echo-a', 'echo-b', 'echo-quiet']) {
+    await admin.send('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { gracePeriodSeconds: 1 });
+  }
+  await eventually('the Pod addresses are released', async () => {
+    const listed = execFileSync('ip', ['-o', '-4', 'addr', 'show', 'dev', 'lo'], { encoding: 'utf8' });
+    return [a, b, quiet].every((p) => !listed.includes(` ${p.status?.podIP}/32`)) ? true : undefined;
+  });
 });

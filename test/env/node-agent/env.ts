@@ -28,8 +28,14 @@ const KIND_NAMES = { secrets: 'secret', configmaps: 'configmap' } as const;
 /** The kubelet's spelling in "couldn't find key k in Secret ns/name". */
 const KIND_TITLES = { secrets: 'Secret', configmaps: 'ConfigMap' } as const;
 
+/** The addresses the downward API reports: the Pod's own and its node's. */
+export interface PodAddresses {
+  readonly podIP: string;
+  readonly hostIP: string;
+}
+
 /** `metadata.name`, `metadata.labels['k']`, `status.podIP`, ...: the fields the downward API offers. */
-export function podField(pod: Pod, fieldPath: string, podIP: string): string {
+export function podField(pod: Pod, fieldPath: string, ips: PodAddresses): string {
   const keyed = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);
   if (keyed) {
     const map = keyed[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations;
@@ -51,11 +57,11 @@ export function podField(pod: Pod, fieldPath: string, podIP: string): string {
     case 'spec.serviceAccountName':
       return pod.spec.serviceAccountName ?? '';
     case 'status.podIP':
-    case 'status.hostIP':
-      return podIP;
     case 'status.podIPs':
+      return ips.podIP;
+    case 'status.hostIP':
     case 'status.hostIPs':
-      return podIP;
+      return ips.hostIP;
     default:
       throw new ContainerConfigError(`unsupported fieldRef ${fieldPath}`);
   }
@@ -78,7 +84,7 @@ export async function resolveContainerEnv(
   pod: Pod,
   container: V1Container,
   lookup: ObjectLookup,
-  podIP: string,
+  ips: PodAddresses,
 ): Promise<Map<string, string>> {
   const env = new Map<string, string>();
   const namespace = pod.metadata.namespace;
@@ -125,7 +131,7 @@ export async function resolveContainerEnv(
       }
       env.set(variable.name, value.toString('utf8'));
     } else if (fieldRef) {
-      env.set(variable.name, podField(pod, fieldRef.fieldPath, podIP));
+      env.set(variable.name, podField(pod, fieldRef.fieldPath, ips));
     }
     // resourceFieldRef is not offered: the agent enforces no resource limits to report.
   }

@@ -5,6 +5,7 @@ import { ApiError, createApiClient, type ApiClient, type WatchEvent } from './ap
 import { realHost } from './host-view.ts';
 import { startKubeletServer } from './kubelet-server.ts';
 import { HEARTBEAT_MS, heartbeat, registerNode, type NodeIdentity } from './node-registration.ts';
+import { openPodNetwork, type PodNetwork } from './pod-network.ts';
 import { PodWorker } from './pod-worker.ts';
 import type { Pod } from './types.ts';
 
@@ -44,6 +45,7 @@ class PodSync {
     private readonly nodeName: string,
     private readonly workDir: string,
     private readonly imageMapFile: string,
+    private readonly network: PodNetwork,
   ) {}
 
   find(namespace: string, name: string): PodWorker | undefined {
@@ -105,6 +107,7 @@ class PodSync {
     const worker = new PodWorker(pod, {
       api: this.api,
       hostIP: HOST_IP,
+      network: this.network,
       imageMapFile: this.imageMapFile,
       podDir,
       host: realHost,
@@ -143,7 +146,10 @@ export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAge
   const nodeName = options.nodeName ?? 'ptah-node';
   mkdirSync(join(options.workDir, 'pods'), { recursive: true });
   const api = await createApiClient(options.kubeconfig);
-  const sync = new PodSync(api, nodeName, options.workDir, options.imageMapFile);
+  const network = openPodNetwork(HOST_IP, (why) =>
+    console.error(`node-agent: Pods share the host's address ${HOST_IP}: ${why}`),
+  );
+  const sync = new PodSync(api, nodeName, options.workDir, options.imageMapFile, network);
   const { server, port } = await startKubeletServer({
     ...options.servingCert,
     caFile: options.caFile,
@@ -157,6 +163,7 @@ export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAge
   } catch (error) {
     server.close();
     api.close();
+    network.close();
     throw error;
   }
   const stopping = new AbortController();
@@ -179,6 +186,7 @@ export async function startNodeAgent(options: NodeAgentOptions): Promise<NodeAge
         server.closeAllConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         api.close();
+        network.close();
         rmSync(join(options.workDir, 'pods'), { recursive: true, force: true });
       })();
       return stopped;

@@ -148,13 +148,19 @@ test('status keeps the scheduler condition and transition times that did not cha
       { type: 'Initialized', status: 'True' as const, lastProbeTime: null, lastTransitionTime: 'before' },
     ],
   };
-  const status = buildPodStatus(pod([], [container('m', done(0), true)]), previous, 'now');
+  const status = buildPodStatus(
+    { ...pod([], [container('m', done(0), true)]), podIP: '198.18.0.5' },
+    previous,
+    'now',
+  );
   const byType = new Map(status.conditions?.map((c) => [c.type, c]));
   assert.equal(byType.get('PodScheduled')?.lastTransitionTime, 'sched');
   assert.equal(byType.get('Initialized')?.lastTransitionTime, 'before');
   assert.deepEqual([byType.get('Ready')?.status, byType.get('Ready')?.reason], ['False', 'PodCompleted']);
   assert.equal(status.containerStatuses?.[0]?.state.terminated?.reason, 'Completed');
-  assert.equal(status.podIP, '127.0.0.1');
+  assert.equal(status.podIP, '198.18.0.5');
+  assert.deepEqual(status.hostIPs, [{ ip: '127.0.0.1' }]);
+  assert.equal(buildPodStatus(pod([], []), undefined, 'now').podIP, undefined, 'no sandbox, no pod IP');
 });
 
 test('a missing Secret or key is a CreateContainerConfigError worded as the kubelet words it', async () => {
@@ -170,11 +176,11 @@ test('a missing Secret or key is a CreateContainerConfigError worded as the kube
   const configError = (message: string) => (error: unknown) =>
     error instanceof ContainerConfigError && error.message === message;
   await assert.rejects(
-    resolveContainerEnv(pod, needs('absent'), lookup, '10.0.0.1'),
+    resolveContainerEnv(pod, needs('absent'), lookup, { podIP: '198.18.0.2', hostIP: '127.0.0.1' }),
     configError('secret "absent" not found'),
   );
   await assert.rejects(
-    resolveContainerEnv(pod, needs('db'), lookup, '10.0.0.1'),
+    resolveContainerEnv(pod, needs('db'), lookup, { podIP: '198.18.0.2', hostIP: '127.0.0.1' }),
     configError("couldn't find key url in Secret ns/db"),
   );
 });

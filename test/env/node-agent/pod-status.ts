@@ -8,6 +8,8 @@ export interface ContainerRecord {
   lastState: ContainerStateWire;
   restartCount: number;
   containerID?: string;
+  /** A readiness probe's verdict while the container runs; undefined when it has no probe. */
+  probeReady?: boolean;
   /** No further start will happen: terminated for good under the restart policy, or killed. */
   final: boolean;
 }
@@ -18,6 +20,8 @@ export interface PodRecord {
   readonly main: readonly ContainerRecord[];
   readonly startTime: string;
   readonly hostIP: string;
+  /** The Pod's own address, once its sandbox exists; a kubelet reports it from the CNI result. */
+  podIP?: string;
   /** Volumes are set up and the first container may start: PodReadyToStartContainers. */
   sandboxReady: boolean;
   /** A pod-level failure such as DeadlineExceeded. */
@@ -25,6 +29,8 @@ export interface PodRecord {
 }
 
 const succeeded = (c: ContainerRecord) => c.state.terminated?.exitCode === 0;
+/** Running and, if it has a readiness probe, passing it: what makes a Pod a Service endpoint. */
+const isReady = (c: ContainerRecord) => c.state.running !== undefined && c.probeReady !== false;
 
 export function podPhase(pod: PodRecord): NonNullable<PodStatusWire['phase']> {
   if (pod.failure) return 'Failed';
@@ -44,7 +50,7 @@ function statusOf(c: ContainerRecord, isInit: boolean): ContainerStatusWire {
     imageID: `ptah-node-agent://${c.image}`,
     ...(c.containerID ? { containerID: c.containerID } : {}),
     // An init container is "ready" once it has completed, as the kubelet reports it.
-    ready: isInit ? succeeded(c) : running,
+    ready: isInit ? succeeded(c) : isReady(c),
     started: running,
     restartCount: c.restartCount,
     state: c.state,
@@ -87,7 +93,7 @@ export function buildPodStatus(
   const before = previous?.conditions ?? [];
   const completed = phase === 'Succeeded' || phase === 'Failed';
   const pendingInit = pod.init.filter((c) => !succeeded(c)).map((c) => c.name);
-  const unready = pod.main.filter((c) => !c.state.running).map((c) => c.name);
+  const unready = pod.main.filter((c) => !isReady(c)).map((c) => c.name);
   const initialized = pendingInit.length === 0 || (completed && phase === 'Succeeded');
   const notReadyReason = completed ? 'PodCompleted' : 'ContainersNotReady';
   const notReadyMessage = completed ? undefined : `containers with unready status: [${unready.join(' ')}]`;
@@ -118,8 +124,7 @@ export function buildPodStatus(
     conditions,
     hostIP: pod.hostIP,
     hostIPs: [{ ip: pod.hostIP }],
-    podIP: pod.hostIP,
-    podIPs: [{ ip: pod.hostIP }],
+    ...(pod.podIP ? { podIP: pod.podIP, podIPs: [{ ip: pod.podIP }] } : {}),
     startTime: pod.startTime,
     ...(pod.init.length > 0 ? { initContainerStatuses: pod.init.map((c) => statusOf(c, true)) } : {}),
     containerStatuses: pod.main.map((c) => statusOf(c, false)),

@@ -7,6 +7,8 @@ import { startContainer, type ContainerExit, type RunningContainer } from './con
 import { ContainerConfigError, resolveContainerEnv, type ObjectLookup } from './env.ts';
 import { readImageMap, resolveArgv } from './image-map.ts';
 import type { BindMount, HostView } from './mount-plan.ts';
+import type { PodNetwork } from './pod-network.ts';
+import { runReadinessProbe } from './prober.ts';
 import { buildPodStatus, type ContainerRecord, type PodRecord } from './pod-status.ts';
 import type { KeyedData, Pod } from './types.ts';
 import { materializeVolumes } from './volumes.ts';
@@ -14,6 +16,8 @@ import { materializeVolumes } from './volumes.ts';
 export interface PodWorkerDeps {
   readonly api: ApiClient;
   readonly hostIP: string;
+  /** Hands out the Pod's own IP (its "sandbox"), released when its containers are gone. */
+  readonly network: PodNetwork;
   readonly imageMapFile: string;
   /** This pod's private directory: volumes, logs, termination-message files. */
   readonly podDir: string;
@@ -138,6 +142,11 @@ export class PodWorker {
 
   async run(): Promise<void> {
     const spec = this.pod.spec;
+    try {
+      this.record.podIP = this.deps.network.assign(this.uid);
+    } catch (error) {
+      console.error(`node-agent: pod ${this.pod.metadata.name}: no pod IP: ${(error as Error).message}`);
+    }
     await this.writeStatus();
     if (spec.activeDeadlineSeconds !== undefined) {
       const elapsed = Date.now() - Date.parse(this.record.startTime);
@@ -163,6 +172,12 @@ export class PodWorker {
 
   private finish(): void {
     clearTimeout(this.deadlineTimer);
+    // Every container is done for good: the sandbox goes, and its address with it.
+    this.deps.network.release(this.uid);
+  }
+
+  private get podIP(): string {
+    return this.record.podIP ?? this.deps.hostIP;
   }
 
   private async deadlineExceeded(): Promise<void> {
@@ -225,7 +240,7 @@ export class PodWorker {
         const paths = await materializeVolumes(this.pod, join(this.deps.podDir, 'volumes'), {
           lookup: this.lookup,
           requestToken: (audience, seconds) => this.requestToken(audience, seconds),
-          podIP: this.deps.hostIP,
+          ips: { podIP: this.podIP, hostIP: this.deps.hostIP },
         });
         this.volumePaths = paths;
         this.record.sandboxReady = true;
@@ -339,8 +354,26 @@ export class PodWorker {
       record.containerID = `ptah-node-agent://${this.pod.metadata.uid}/${spec.name}/${instance}`;
       record.state = { running: { startedAt } };
       this.running.set(spec.name, process);
+      const probing = new AbortController();
+      if (spec.readinessProbe) {
+        record.probeReady = false;
+        void runReadinessProbe(
+          spec.readinessProbe,
+          spec,
+          this.podIP,
+          (ready, why) => {
+            record.probeReady = ready;
+            if (why)
+              console.error(`node-agent: pod ${this.pod.metadata.name}: Readiness probe failed: ${why}`);
+            void this.writeStatus();
+          },
+          probing.signal,
+        );
+      }
       void this.writeStatus();
       const exit = await process.exited;
+      probing.abort();
+      delete record.probeReady;
       this.running.delete(spec.name);
       rmSync(scratchDir, { recursive: true, force: true });
       let message = readFileSync(messageFile).subarray(0, TERMINATION_MESSAGE_LIMIT).toString('utf8');
@@ -383,7 +416,10 @@ export class PodWorker {
         `container's runAsUser breaks non-root policy (pod: "${pod.metadata.name}", container: ${spec.name})`,
       );
     }
-    const own = await resolveContainerEnv(pod, spec, this.lookup, this.deps.hostIP);
+    const own = await resolveContainerEnv(pod, spec, this.lookup, {
+      podIP: this.podIP,
+      hostIP: this.deps.hostIP,
+    });
     const api = this.deps.apiServer;
     const env = new Map<string, string>([
       ['PATH', process.env['PATH'] ?? '/usr/local/bin:/usr/bin:/bin'],
@@ -470,6 +506,7 @@ export class PodWorker {
   }
 
   private cleanUp(): void {
+    this.deps.network.release(this.uid);
     rmSync(this.deps.podDir, { recursive: true, force: true });
     this.deps.onGone();
   }

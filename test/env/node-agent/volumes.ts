@@ -1,7 +1,7 @@
 import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { V1KeyToPath, V1Volume } from '@kubernetes/client-node';
-import { decodedData, formatMap, podField, type ObjectLookup } from './env.ts';
+import { decodedData, formatMap, podField, type ObjectLookup, type PodAddresses } from './env.ts';
 import type { Pod } from './types.ts';
 
 /** The kubelet's FailedMount: a volume cannot be set up yet; the pod stays in ContainerCreating. */
@@ -14,7 +14,7 @@ export interface VolumeDeps {
     audience: string | undefined,
     expirationSeconds: number,
   ) => Promise<string | undefined>;
-  readonly podIP: string;
+  readonly ips: PodAddresses;
 }
 
 /** One file of a projected-style volume: path relative to the volume root, bytes, mode. */
@@ -76,7 +76,7 @@ function downwardFiles(
     const value =
       item.fieldRef.fieldPath === 'metadata.labels'
         ? formatMap(pod.metadata.labels)
-        : podField(pod, item.fieldRef.fieldPath, deps.podIP);
+        : podField(pod, item.fieldRef.fieldPath, deps.ips);
     return [
       { path: safeRelativePath(item.path), content: Buffer.from(value), mode: item.mode ?? defaultMode },
     ];
