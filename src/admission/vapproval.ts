@@ -7,84 +7,59 @@
 import { normalisePolicy, policyFingerprint } from '../api/fingerprint.ts';
 import type { PtahSchema } from '../api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
-import type { Approver, PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
+import type { PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
 import type { ApprovalSubjects } from './approval-subjects.ts';
 import {
-  allowed,
-  denied,
-  errored,
-  type AdmissionDecision,
-  type AdmissionRequest,
-  type AdmissionUserInfo,
-} from './review.ts';
+  createdDecision,
+  exactPlanProblem,
+  isRef,
+  isRefusal,
+  readSubjects,
+  resourceProblem,
+} from './decision-checks.ts';
+import { DECISIONS } from './decisions.ts';
+import { allowed, denied, type AdmissionDecision, type AdmissionRequest } from './review.ts';
+
+const DECISION = DECISIONS.PtahSchemaApproval;
 
 export function validateApproval(subjects: ApprovalSubjects) {
   return async (request: AdmissionRequest): Promise<AdmissionDecision> => {
     // The spec is immutable (CEL), so only a create carries a decision to check.
     if (request.operation !== 'CREATE') return allowed();
-    const approval = request.object as PtahSchemaApproval | undefined;
-    const spec = approval?.spec;
-    const namespace = request.namespace ?? approval?.metadata?.namespace;
-    if (spec === undefined || namespace === undefined) return denied('the approval has no spec or namespace');
-    // The API server validates the schema between the webhooks; this check must not depend on that order.
-    if (!wellFormed(spec))
-      return denied('the approval spec needs schemaRef and planRef (name and uid) and planFingerprint');
-    if (
-      spec.approver?.username === undefined ||
-      spec.mutationRequestUID === undefined ||
-      spec.approvedAt === undefined
-    ) {
-      // mapproval did not run: an unstamped approval carries no trustworthy identity.
-      return denied('the approval is not stamped by admission; is the mapproval webhook registered?');
-    }
-    if (!stampedFrom(spec.approver, request.userInfo)) {
-      // mapproval stamps exactly the requesting identity, so a mismatch means the client wrote it: a
-      // mutating webhook that is missing or failed open must not let a typed approver through.
-      return denied(
-        'the approver recorded is not the user making this request; the approval must be stamped by the mapproval webhook',
-      );
-    }
+    const created = createdDecision<PtahSchemaApproval['spec']>(
+      DECISION,
+      request,
+      (s) => isRef(s['schemaRef']) && isRef(s['planRef']) && typeof s['planFingerprint'] === 'string',
+      'schemaRef and planRef (name and uid) and planFingerprint',
+    );
+    if (isRefusal(created)) return created;
+    const { spec, namespace } = created;
 
-    let schema;
-    let plan;
-    try {
-      schema = await subjects.getSchema(namespace, spec.schemaRef.name);
-      plan = await subjects.getPlan(namespace, spec.planRef.name);
-    } catch (error) {
-      return errored(
-        500,
-        `could not read the schema or plan: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-    if (schema === undefined) return denied(`PtahSchema ${spec.schemaRef.name} does not exist`);
-    if (schema.metadata.uid !== spec.schemaRef.uid) {
-      return denied(
-        `the approval names PtahSchema ${spec.schemaRef.name} with UID ${spec.schemaRef.uid}, but the PtahSchema of that name has UID ${schema.metadata.uid ?? '(none)'}: it is another object than the approval was written for; approve its current plan by its current UID`,
-      );
-    }
-    const current = schema.status?.plan;
-    if (current === undefined) return denied(`PtahSchema ${spec.schemaRef.name} is not waiting on any plan`);
-    if (current.name !== spec.planRef.name || current.uid !== spec.planRef.uid) {
-      return denied(
-        `the approval names plan ${spec.planRef.name}, but the current plan of ${spec.schemaRef.name} is ${current.name}`,
-      );
-    }
-    if (current.fingerprint !== spec.planFingerprint) {
-      return denied('the approval names another fingerprint than the current plan');
-    }
-    if (plan === undefined) return denied(`PtahSchemaPlan ${spec.planRef.name} does not exist`);
-    if (plan.metadata.uid !== spec.planRef.uid)
-      return denied(
-        `the approval names PtahSchemaPlan ${spec.planRef.name} with UID ${spec.planRef.uid}, but the plan of that name has another UID, ${plan.metadata.uid ?? '(none)'}`,
-      );
-    if (plan.spec.fingerprint !== spec.planFingerprint)
-      return denied('the plan object carries another fingerprint');
-    if (
-      plan.spec.schemaRef.uid !== schema.metadata.uid ||
-      plan.spec.schemaRef.name !== schema.metadata.name
-    ) {
-      return denied(`PtahSchemaPlan ${spec.planRef.name} belongs to another PtahSchema`);
-    }
+    const read = await readSubjects('schema or plan', async () => ({
+      schema: await subjects.getSchema(namespace, spec.schemaRef.name),
+      plan: await subjects.getPlan(namespace, spec.planRef.name),
+    }));
+    if (isRefusal(read)) return read;
+    const { schema, plan } = read;
+    const wrongSchema = resourceProblem(
+      DECISION,
+      'PtahSchema',
+      spec.schemaRef,
+      schema,
+      'approve its current plan by its current UID',
+    );
+    if (wrongSchema !== undefined || schema === undefined) return denied(wrongSchema ?? '');
+    const wrongPlan = exactPlanProblem(DECISION, {
+      resourceKind: 'PtahSchema',
+      planKind: 'PtahSchemaPlan',
+      resource: schema,
+      current: schema.status?.plan,
+      planRef: spec.planRef,
+      planFingerprint: spec.planFingerprint,
+      plan,
+      planOwner: plan?.spec.schemaRef,
+    });
+    if (wrongPlan !== undefined || plan === undefined) return denied(wrongPlan ?? '');
     const unappliable = policyRefusal(schema, plan);
     if (unappliable !== undefined) return denied(unappliable);
     return allowed();
@@ -113,33 +88,4 @@ function policyRefusal(schema: PtahSchema, plan: PtahSchemaPlan): string | undef
   )
     return `spec.policy of PtahSchema ${name} changed since plan ${plan.metadata.name} was made: the plan will be replaced; approve the new one`;
   return undefined;
-}
-
-function wellFormed(spec: unknown): spec is PtahSchemaApproval['spec'] {
-  const ref = (v: unknown) =>
-    typeof v === 'object' &&
-    v !== null &&
-    typeof (v as { name?: unknown }).name === 'string' &&
-    typeof (v as { uid?: unknown }).uid === 'string';
-  if (typeof spec !== 'object' || spec === null) return false;
-  const s = spec as Record<string, unknown>;
-  const approver = s['approver'];
-  return (
-    ref(s['schemaRef']) &&
-    ref(s['planRef']) &&
-    typeof s['planFingerprint'] === 'string' &&
-    (approver === undefined || (typeof approver === 'object' && approver !== null))
-  );
-}
-
-/** The approver is exactly what mapproval builds from this request's identity: username, uid and groups. */
-function stampedFrom(approver: Approver, user: AdmissionUserInfo): boolean {
-  const groups = user.groups ?? [];
-  const recorded: readonly unknown[] = Array.isArray(approver.groups) ? approver.groups : [];
-  return (
-    approver.username === user.username &&
-    (approver.uid ?? '') === (user.uid ?? '') &&
-    recorded.length === groups.length &&
-    recorded.every((g, i) => g === groups[i])
-  );
 }

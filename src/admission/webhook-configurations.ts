@@ -1,11 +1,14 @@
 /**
- * The registrations that make the API server call the approval webhooks: a MutatingWebhookConfiguration
- * that stamps the approver (mapproval) and a ValidatingWebhookConfiguration that checks the approval
- * (vapproval), both on PtahSchemaApproval CREATE only. Built in one place so every installer registers
- * the same rules, the same failure policy and the same paths the server serves.
+ * The registrations that make the API server call the decision webhooks: one MutatingWebhookConfiguration
+ * whose webhooks stamp who decided (mapproval, mmigrationapproval, mmigrationrunacknowledgment) and one
+ * ValidatingWebhookConfiguration whose webhooks check what the decision names (vapproval,
+ * vmigrationapproval, vmigrationrunacknowledgment), each on its own kind, all failing closed. Built in one
+ * place so every installer registers the same rules, the same failure policy and the same paths the server
+ * serves.
  */
 import type * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '../api/meta.ts';
+import { DECISION_KINDS, DECISIONS, type DecisionKind, type WebhookName } from './decisions.ts';
 import { WEBHOOK_PATHS } from './webhooks.ts';
 
 export interface ApprovalWebhookOptions {
@@ -29,37 +32,41 @@ export function approvalWebhookConfigurations(
   options: ApprovalWebhookOptions,
 ): ApprovalWebhookConfigurations {
   const names = options.names ?? DEFAULT_APPROVAL_WEBHOOK_NAMES;
-  const hook = (name: keyof typeof WEBHOOK_PATHS) => ({
+  const hook = (name: WebhookName, resource: string, operations: readonly string[]) => ({
     name: `${name}.${API_GROUP}`,
     clientConfig: { url: `${options.baseUrl}${WEBHOOK_PATHS[name]}`, caBundle: options.caBundle },
     rules: [
       {
         apiGroups: [API_GROUP],
         apiVersions: [API_VERSION],
-        resources: ['ptahschemaapprovals'],
-        operations: ['CREATE'],
+        resources: [resource],
+        operations: [...operations],
         scope: 'Namespaced',
       },
     ],
-    // An approval admitted without the stamp or the check would be trusted: no webhook, no approval.
+    // A decision admitted without the stamp or the check would be trusted: no webhook, no decision.
     failurePolicy: 'Fail',
     sideEffects: 'None',
     admissionReviewVersions: ['v1'],
     timeoutSeconds: options.timeoutSeconds ?? 10,
   });
+  const decisions = DECISION_KINDS.map((k) => DECISIONS[k]);
   return {
     mutating: {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'MutatingWebhookConfiguration',
       metadata: { name: names.mutating },
       // The stamp is the only mutation; nothing later can change what it stamped.
-      webhooks: [{ ...hook('mapproval'), reinvocationPolicy: 'Never' }],
+      webhooks: decisions.map((d) => ({
+        ...hook(d.mutating, d.resource, ['CREATE']),
+        reinvocationPolicy: 'Never',
+      })),
     },
     validating: {
       apiVersion: 'admissionregistration.k8s.io/v1',
       kind: 'ValidatingWebhookConfiguration',
       metadata: { name: names.validating },
-      webhooks: [hook('vapproval')],
+      webhooks: decisions.map((d) => hook(d.validating, d.resource, d.validatingOperations)),
     },
   };
 }
@@ -67,17 +74,21 @@ export function approvalWebhookConfigurations(
 type RegisteredWebhook = k8s.V1MutatingWebhook | k8s.V1ValidatingWebhook;
 
 /**
- * Why approvals cannot be trusted under these registrations, or undefined when they can: some
- * MutatingWebhookConfiguration must send every PtahSchemaApproval CREATE to our mapproval path and some
- * ValidatingWebhookConfiguration to our vapproval path, failing closed (failurePolicy Fail) and with no
- * selector or match condition that could let an approval past them. Without both, an approval's approver
- * may have been typed by its author, so the manager accepts none.
+ * Why decisions of `kind` (schema approvals unless told) cannot be trusted under these registrations, or
+ * undefined when they can: some MutatingWebhookConfiguration must send every CREATE of that kind to our
+ * stamping path (mapproval, mmigrationapproval, mmigrationrunacknowledgment) and some
+ * ValidatingWebhookConfiguration to our checking path, failing closed (failurePolicy Fail) and with no
+ * selector or match condition that could let one past them. Without both, the identity a decision records
+ * may have been typed by its author, so the manager accepts none of that kind.
  */
-export function approvalWebhooksProblem(registered: {
-  readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
-  readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
-}): string | undefined {
-  return approvalWebhookGuard(registered).problem;
+export function approvalWebhooksProblem(
+  registered: {
+    readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
+    readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
+  },
+  kind: DecisionKind = 'PtahSchemaApproval',
+): string | undefined {
+  return approvalWebhookGuard(registered, kind).problem;
 }
 
 /**
@@ -85,17 +96,21 @@ export function approvalWebhooksProblem(registered: {
  * that guard approvals. An approval created before then may have passed no webhook at all, with every
  * stamped field typed by its author, so it is never accepted.
  */
-export function approvalWebhookGuard(registered: {
-  readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
-  readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
-}): { readonly problem?: string; readonly since?: Date } {
+export function approvalWebhookGuard(
+  registered: {
+    readonly mutating: readonly k8s.V1MutatingWebhookConfiguration[];
+    readonly validating: readonly k8s.V1ValidatingWebhookConfiguration[];
+  },
+  kind: DecisionKind = 'PtahSchemaApproval',
+): { readonly problem?: string; readonly since?: Date } {
+  const d = DECISIONS[kind];
   const m = registered.mutating.filter((c) =>
-    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.mapproval)),
+    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS[d.mutating], d.resource)),
   );
   const v = registered.validating.filter((c) =>
-    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS.vapproval)),
+    (c.webhooks ?? []).some((w) => guards(w, WEBHOOK_PATHS[d.validating], d.resource)),
   );
-  const problem = guardProblem(m.length > 0, v.length > 0);
+  const problem = guardProblem(kind, m.length > 0, v.length > 0);
   if (problem !== undefined) return { problem };
   // The earliest guarding configuration of each kind; the guard stands since the later of the two.
   const earliest = (cs: readonly { metadata?: k8s.V1ObjectMeta }[]) =>
@@ -103,21 +118,18 @@ export function approvalWebhookGuard(registered: {
   return { since: new Date(Math.max(earliest(m), earliest(v))) };
 }
 
-function guardProblem(mutatingOk: boolean, validatingOk: boolean): string | undefined {
+function guardProblem(kind: DecisionKind, mutatingOk: boolean, validatingOk: boolean): string | undefined {
+  const d = DECISIONS[kind];
   const missing: string[] = [];
   if (!mutatingOk)
-    missing.push(
-      `no MutatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.mapproval}`,
-    );
+    missing.push(`no MutatingWebhookConfiguration sends ${kind} CREATE to ${WEBHOOK_PATHS[d.mutating]}`);
   if (!validatingOk)
-    missing.push(
-      `no ValidatingWebhookConfiguration sends PtahSchemaApproval CREATE to ${WEBHOOK_PATHS.vapproval}`,
-    );
+    missing.push(`no ValidatingWebhookConfiguration sends ${kind} CREATE to ${WEBHOOK_PATHS[d.validating]}`);
   if (missing.length === 0) return undefined;
-  return `approvals are not accepted: ${missing.join('; ')} with failurePolicy Fail and no selector; register them (approvalWebhookConfigurations) and the approval is read again`;
+  return `${d.plural} are not accepted: ${missing.join('; ')} with failurePolicy Fail and no selector; register them (approvalWebhookConfigurations) and the ${d.noun} is read again`;
 }
 
-function guards(webhook: RegisteredWebhook, path: string): boolean {
+function guards(webhook: RegisteredWebhook, path: string, resource: string): boolean {
   if ((webhook.failurePolicy ?? 'Fail') !== 'Fail') return false;
   if ((webhook.matchConditions ?? []).length > 0) return false;
   if (!emptySelector(webhook.namespaceSelector) || !emptySelector(webhook.objectSelector)) return false;
@@ -127,7 +139,7 @@ function guards(webhook: RegisteredWebhook, path: string): boolean {
     (r) =>
       any(r.apiGroups, API_GROUP) &&
       any(r.apiVersions, API_VERSION) &&
-      any(r.resources, 'ptahschemaapprovals') &&
+      any(r.resources, resource) &&
       any(r.operations, 'CREATE') &&
       (r.scope === undefined || r.scope === '*' || r.scope === 'Namespaced'),
   );

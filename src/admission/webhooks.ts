@@ -1,20 +1,38 @@
 /** The webhook paths the manager serves, in one place for the server and the webhook configurations. */
-import type { ApprovalSubjects } from './approval-subjects.ts';
-import { mutateApproval, type StampOptions } from './mapproval.ts';
+import type { ApprovalSubjects, MigrationSubjects } from './approval-subjects.ts';
+import type { StampOptions } from './decision-stamp.ts';
+import type { WebhookName } from './decisions.ts';
+import { mutateApproval } from './mapproval.ts';
+import { mutateMigrationApproval } from './mmigrationapproval.ts';
+import { mutateRunAcknowledgment } from './mmigrationrunacknowledgment.ts';
 import type { AdmissionHandler } from './review.ts';
 import { validateApproval } from './vapproval.ts';
+import { validateMigrationApproval } from './vmigrationapproval.ts';
+import { validateRunAcknowledgment } from './vmigrationrunacknowledgment.ts';
 
 export const WEBHOOK_PATHS = {
   mapproval: '/mapproval',
   vapproval: '/vapproval',
-} as const;
+  mmigrationapproval: '/mmigrationapproval',
+  vmigrationapproval: '/vmigrationapproval',
+  mmigrationrunacknowledgment: '/mmigrationrunacknowledgment',
+  vmigrationrunacknowledgment: '/vmigrationrunacknowledgment',
+} as const satisfies Record<WebhookName, string>;
 
+/** Every decision webhook, by path: the stamping and the checking side of each decision kind. */
 export function approvalWebhooks(
-  subjects: ApprovalSubjects,
+  subjects: ApprovalSubjects & MigrationSubjects,
   stamp: StampOptions = {},
 ): Record<string, AdmissionHandler> {
-  return {
-    [WEBHOOK_PATHS.mapproval]: mutateApproval(stamp),
-    [WEBHOOK_PATHS.vapproval]: validateApproval(subjects),
+  const handlers: Record<WebhookName, AdmissionHandler> = {
+    mapproval: mutateApproval(stamp),
+    vapproval: validateApproval(subjects),
+    mmigrationapproval: mutateMigrationApproval(stamp),
+    vmigrationapproval: validateMigrationApproval(subjects),
+    mmigrationrunacknowledgment: mutateRunAcknowledgment(stamp),
+    vmigrationrunacknowledgment: validateRunAcknowledgment(subjects),
   };
+  return Object.fromEntries(
+    Object.entries(handlers).map(([name, handler]) => [WEBHOOK_PATHS[name as WebhookName], handler]),
+  );
 }

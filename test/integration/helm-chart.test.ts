@@ -18,6 +18,12 @@ import {
   DEFAULT_APPROVAL_WEBHOOK_NAMES,
 } from '../../src/admission/webhook-configurations.ts';
 import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
+import { DECISION_KINDS } from '../../src/admission/decisions.ts';
+import {
+  managerServiceAccountUsername,
+  unresolvedRunAnnotationGuard,
+  UNRESOLVED_RUN_GUARD_NAME,
+} from '../../src/admission/admission-policies.ts';
 import { parseBindAddress } from '../../src/controller/metrics/metrics-server.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';
@@ -179,33 +185,36 @@ describe('helm template', () => {
     const secret = one(objects, 'Secret', 'ptah-operator-webhook-tls') as unknown as k8s.V1Secret;
     const expected = approvalWebhookConfigurations({ baseUrl: 'https://unused', caBundle: 'unused' });
     const pairs = [
-      [
-        'MutatingWebhookConfiguration',
-        DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating,
-        expected.mutating,
-        'mapproval',
-      ],
-      [
-        'ValidatingWebhookConfiguration',
-        DEFAULT_APPROVAL_WEBHOOK_NAMES.validating,
-        expected.validating,
-        'vapproval',
-      ],
+      ['MutatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating, expected.mutating],
+      ['ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.validating, expected.validating],
     ] as const;
-    for (const [kind, name, code, path] of pairs) {
+    for (const [kind, name, code] of pairs) {
       const rendered = one(objects, kind, name) as unknown as k8s.V1ValidatingWebhookConfiguration;
-      const [hook] = rendered.webhooks!;
-      const { clientConfig, ...rest } = hook!;
-      const { clientConfig: _url, ...codeRest } = code.webhooks![0]!;
-      assert.deepEqual(rest, codeRest, `${kind}: name, rules, failure policy, side effects, timeout`);
-      assert.deepEqual(clientConfig.service, {
-        name: service.metadata!.name,
-        namespace: NS,
-        path: WEBHOOK_PATHS[path],
-        port: 443,
+      assert.deepEqual(
+        rendered.webhooks!.map((w) => w.name),
+        code.webhooks!.map((w) => w.name),
+        `${kind}: the same webhooks in the same order`,
+      );
+      rendered.webhooks!.forEach((hook, i) => {
+        const { clientConfig, ...rest } = hook;
+        const { clientConfig: url, ...codeRest } = code.webhooks![i]!;
+        assert.deepEqual(rest, codeRest, `${hook.name}: rules, failure policy, side effects, timeout`);
+        assert.deepEqual(clientConfig.service, {
+          name: service.metadata!.name,
+          namespace: NS,
+          path: new URL(url.url!).pathname,
+          port: 443,
+        });
+        assert.equal(clientConfig.caBundle, secret.data!['ca.crt']);
       });
-      assert.equal(clientConfig.caBundle, secret.data!['ca.crt']);
     }
+    assert.deepEqual(
+      Object.values(WEBHOOK_PATHS).sort(),
+      [...expected.mutating.webhooks!, ...expected.validating.webhooks!]
+        .map((w) => new URL(w.clientConfig.url!).pathname)
+        .sort(),
+      'every path the server serves is registered',
+    );
     const ca = new X509Certificate(Buffer.from(secret.data!['ca.crt']!, 'base64'));
     const serving = new X509Certificate(Buffer.from(secret.data!['tls.crt']!, 'base64'));
     assert.ok(serving.verify(ca.publicKey), 'the serving certificate is signed by the caBundle');
@@ -220,15 +229,12 @@ describe('helm template', () => {
     assert.equal(bind.host, '', 'the webhooks listen on every address of the Pod');
     assert.equal(container.ports!.find((p) => p.name === 'webhook')!.containerPort, bind.port);
     // The manager's own gate accepts approvals only while the webhooks are registered as the chart does it.
-    assert.equal(
-      approvalWebhooksProblem({
-        mutating: [one(objects, 'MutatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating)],
-        validating: [
-          one(objects, 'ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.validating),
-        ],
-      } as unknown as Parameters<typeof approvalWebhooksProblem>[0]),
-      undefined,
-    );
+    const registered = {
+      mutating: [one(objects, 'MutatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating)],
+      validating: [one(objects, 'ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.validating)],
+    } as unknown as Parameters<typeof approvalWebhooksProblem>[0];
+    for (const kind of DECISION_KINDS)
+      assert.equal(approvalWebhooksProblem(registered, kind), undefined, kind);
 
     const certManager = render('webhook.certManager.enabled=true');
     assert.equal(certManager.filter((o) => o.kind === 'Secret').length, 0);
@@ -238,6 +244,20 @@ describe('helm template', () => {
       injected.metadata?.annotations?.['cert-manager.io/inject-ca-from'],
       `${NS}/ptah-operator-webhook`,
     );
+  });
+
+  it('ships the unresolved-run annotation guard as src/admission builds it, exempting the manager ServiceAccount', () => {
+    const objects = render();
+    const code = unresolvedRunAnnotationGuard({
+      username: managerServiceAccountUsername(NS, 'ptah-manager'),
+    });
+    const policy = one(objects, 'ValidatingAdmissionPolicy', UNRESOLVED_RUN_GUARD_NAME);
+    assert.deepEqual(policy['spec'], JSON.parse(JSON.stringify(code.policy.spec)));
+    const binding = one(objects, 'ValidatingAdmissionPolicyBinding', UNRESOLVED_RUN_GUARD_NAME);
+    assert.deepEqual(binding['spec'], code.binding.spec);
+    // The exempt identity is the ServiceAccount the manager's Deployment runs as, in the release namespace.
+    const deployment = one(objects, 'Deployment', 'ptah-operator') as unknown as k8s.V1Deployment;
+    assert.equal(deployment.spec?.template.spec?.serviceAccountName, 'ptah-manager');
   });
 
   it('runs two replicas with leader election, digest-pinned images and only variables the manager reads', () => {

@@ -14,36 +14,54 @@ describe('approvalWebhookConfigurations', () => {
     caBundle: 'Q0E=',
   });
 
-  it('points mapproval and vapproval at the paths the server serves, with the CA bundle', () => {
+  it('points every stamping and checking webhook at the path the server serves, with the CA bundle', () => {
     assert.equal(mutating.metadata?.name, 'ptah-mapproval');
     assert.equal(validating.metadata?.name, 'ptah-vapproval');
+    const at = (name: string) => [`${name}.operator.ptah.run`, `https://127.0.0.1:9443/${name}`, 'Q0E='];
     assert.deepEqual(
       mutating.webhooks?.map((w) => [w.name, w.clientConfig.url, w.clientConfig.caBundle]),
-      [['mapproval.operator.ptah.run', 'https://127.0.0.1:9443/mapproval', 'Q0E=']],
+      ['mapproval', 'mmigrationapproval', 'mmigrationrunacknowledgment'].map(at),
     );
     assert.deepEqual(
       validating.webhooks?.map((w) => [w.name, w.clientConfig.url, w.clientConfig.caBundle]),
-      [['vapproval.operator.ptah.run', 'https://127.0.0.1:9443/vapproval', 'Q0E=']],
+      ['vapproval', 'vmigrationapproval', 'vmigrationrunacknowledgment'].map(at),
     );
   });
 
-  it('admits only PtahSchemaApproval CREATE, fails closed, has no side effects, never reinvokes', () => {
+  it('sends each webhook its own kind only, fails closed, has no side effects, never reinvokes', () => {
+    const rule = (resource: string, operations: string[]) => [
+      {
+        apiGroups: ['operator.ptah.run'],
+        apiVersions: ['v1alpha1'],
+        resources: [resource],
+        operations,
+        scope: 'Namespaced',
+      },
+    ];
+    assert.deepEqual(
+      mutating.webhooks!.map((w) => w.rules),
+      [
+        rule('ptahschemaapprovals', ['CREATE']),
+        rule('ptahmigrationapprovals', ['CREATE']),
+        rule('ptahmigrationrunacknowledgments', ['CREATE']),
+      ],
+    );
+    // A migration decision's webhook also refuses edits of what it binds, so it sees updates too.
+    assert.deepEqual(
+      validating.webhooks!.map((w) => w.rules),
+      [
+        rule('ptahschemaapprovals', ['CREATE']),
+        rule('ptahmigrationapprovals', ['CREATE', 'UPDATE']),
+        rule('ptahmigrationrunacknowledgments', ['CREATE', 'UPDATE']),
+      ],
+    );
     for (const w of [...mutating.webhooks!, ...validating.webhooks!]) {
-      assert.deepEqual(w.rules, [
-        {
-          apiGroups: ['operator.ptah.run'],
-          apiVersions: ['v1alpha1'],
-          resources: ['ptahschemaapprovals'],
-          operations: ['CREATE'],
-          scope: 'Namespaced',
-        },
-      ]);
       assert.equal(w.failurePolicy, 'Fail');
       assert.equal(w.sideEffects, 'None');
       assert.deepEqual(w.admissionReviewVersions, ['v1']);
       assert.equal(w.timeoutSeconds, 10);
     }
-    assert.equal(mutating.webhooks![0]!.reinvocationPolicy, 'Never');
+    for (const w of mutating.webhooks!) assert.equal(w.reinvocationPolicy, 'Never');
   });
 
   it('takes other names and a timeout for a registration beside the operator’s', () => {
@@ -150,5 +168,37 @@ describe('approvalWebhooksProblem: approvals are trusted only behind both webhoo
     });
     assert.equal(guard.problem, undefined);
     assert.equal(guard.since?.toISOString(), '2026-01-02T00:00:00.000Z');
+  });
+
+  it('guards each decision kind by its own webhooks: schema approvals stay trusted without the migration ones', () => {
+    const { mutating, validating } = good();
+    for (const kind of [
+      'PtahSchemaApproval',
+      'PtahMigrationApproval',
+      'PtahMigrationRunAcknowledgment',
+    ] as const)
+      assert.equal(
+        approvalWebhooksProblem({ mutating: [mutating], validating: [validating] }, kind),
+        undefined,
+        kind,
+      );
+    const withoutAck = {
+      ...mutating,
+      webhooks: mutating.webhooks!.filter((w) => !w.name.startsWith('mmigrationrunacknowledgment.')),
+    };
+    const registered = { mutating: [withoutAck], validating: [validating] };
+    assert.equal(
+      approvalWebhooksProblem(registered, 'PtahMigrationRunAcknowledgment'),
+      'run acknowledgments are not accepted: no MutatingWebhookConfiguration sends PtahMigrationRunAcknowledgment CREATE to /mmigrationrunacknowledgment with failurePolicy Fail and no selector; register them (approvalWebhookConfigurations) and the acknowledgment is read again',
+    );
+    assert.equal(approvalWebhooksProblem(registered, 'PtahMigrationApproval'), undefined);
+    assert.equal(approvalWebhooksProblem(registered), undefined);
+    // The schema approval's webhook does not guard a migration approval, though it is a "Fail" webhook too.
+    const schemaOnly = { ...validating, webhooks: validating.webhooks!.slice(0, 1) };
+    assert.match(
+      approvalWebhooksProblem({ mutating: [mutating], validating: [schemaOnly] }, 'PtahMigrationApproval') ??
+        '',
+      /^migration approvals are not accepted: no ValidatingWebhookConfiguration sends PtahMigrationApproval CREATE to \/vmigrationapproval/,
+    );
   });
 });
