@@ -5,6 +5,7 @@ import { EXIT, type ExitCode } from './exit-codes.ts';
 import { TableNameError } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
 import { DatabaseError } from '../engine/session.ts';
+import { failureCauseOf } from './failure-cause.ts';
 import { DesiredStateError } from '../engine/pg/pg-desired.ts';
 import { PlanFileError } from '../engine/plan-file.ts';
 import {
@@ -175,7 +176,13 @@ export async function runSchemaCommand(argv: readonly string[]): Promise<number>
       message = `database error${error.sqlstate ? ` (SQLSTATE ${error.sqlstate})` : ''}: ${message}; check the URL (--url or PTAH_DB_URL), that the server is reachable and the role may read the catalog`;
     }
     message = redact(message, secrets);
-    if (json) process.stdout.write(JSON.stringify({ command, outcome: 'error', error: message }) + '\n');
+    if (json) {
+      const roots = flags.values.get('desired') ?? [];
+      const cause = failureCauseOf(error, roots.length === 1 ? roots[0] : undefined);
+      process.stdout.write(
+        JSON.stringify({ command, outcome: 'error', error: message, ...(cause ? { cause } : {}) }) + '\n',
+      );
+    }
     process.stderr.write(`ptah schema ${command}: ${message}\n`);
     return EXIT.failed;
   }

@@ -7,6 +7,8 @@
  * where the seed says plan bytes live.
  */
 
+import type { FailureCause } from './cause.ts';
+
 /** Bumped whenever a field's meaning changes; a runner of another version is refused by the manager. */
 export const RUNNER_PROTOCOL_VERSION = 1;
 
@@ -228,5 +230,10 @@ export interface RunnerResult {
   readonly outputs: RunnerOutputs;
   readonly target?: TargetReport;
   readonly error?: RunnerError;
+  /**
+   * Why it failed, classified and bounded (src/protocol/cause.ts): additive, absent when nothing
+   * classifies it; a manager that does not know it reads the error code alone.
+   */
+  readonly cause?: FailureCause;
   readonly truncation?: OutputTruncation;
 }

@@ -5,7 +5,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { FailureCause } from '../protocol/cause.ts';
 import {
+  childCause,
   childFailureMessage,
   parseJsonObject,
   refused,
@@ -63,6 +65,7 @@ export async function apply(ctx: OperationContext): Promise<OperationReport> {
       childExitCode: child.exitCode,
       outputs,
       error: { code: 'apply_failed', message },
+      ...causeOf(child),
     };
   }
   // Killed, crashed, or ptah itself said the outcome is unknown: never narrowed, never replayed.
@@ -73,7 +76,13 @@ export async function apply(ctx: OperationContext): Promise<OperationReport> {
     childExitCode: child.exitCode,
     outputs: partial ? { apply: { ...outputs.apply, partial } } : outputs,
     error: { code: 'outcome_unknown', message },
+    ...causeOf(child),
   };
+}
+
+function causeOf(child: Parameters<typeof childCause>[0]): { cause?: FailureCause } {
+  const cause = childCause(child);
+  return cause === undefined ? {} : { cause };
 }
 
 /** The failing statement of a partial apply, from ptah's --json report; only its numbers and SQLSTATE. */

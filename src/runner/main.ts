@@ -11,6 +11,7 @@ import { apply } from './apply.ts';
 import { runChild, type ChildResult } from './child.ts';
 import type { Sha256Digest } from '../api/digest.ts';
 import { encodeFrame, framePayloadDigest, neutraliseMarkers } from '../protocol/frame.ts';
+import type { FailureCause } from '../protocol/cause.ts';
 import { observe } from './observe.ts';
 import { RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
 import {
@@ -83,6 +84,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
         childExitCode: -1,
         outputs: {},
         error: { code: error.code, message: redactor.redact(error.message) },
+        ...(error.code === 'deadline_expired' ? { cause: { kind: 'deadline' } as const } : {}),
       };
     } else {
       // A runner bug. Once a mutating child has started it may have run: say so, never guess otherwise.
@@ -113,6 +115,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
     ...(report.error !== undefined
       ? { error: { code: report.error.code, message: redactor.redact(report.error.message) } }
       : {}),
+    ...(report.cause !== undefined ? { cause: redactCause(report.cause, redactor) } : {}),
     ...(truncation.stdoutBytesDropped + truncation.stderrBytesDropped > 0
       ? { truncation: truncation as OutputTruncation }
       : {}),
@@ -247,6 +250,15 @@ function checkSnapshot(options: CompiledCheckSnapshotOptions, say: (line: string
     exitCode: RUNNER_EXIT.succeeded,
     childExitCode: -1,
     outputs: { snapshot: { contentDigest, files: verdict.files.length } },
+  };
+}
+
+/** The only text a cause carries is about the user's files; it goes through redaction like every other. */
+function redactCause(cause: FailureCause, redactor: Redactor): FailureCause {
+  if (cause.kind !== 'desired-state') return cause;
+  return {
+    ...cause,
+    problems: cause.problems.map((p) => ({ ...p, message: redactor.redact(p.message) })),
   };
 }
 

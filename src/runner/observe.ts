@@ -10,6 +10,7 @@ import {
   RUNNER_EXIT,
   type OperationContext,
   type OperationReport,
+  withChildCause,
 } from './operation.ts';
 import { driftCommand } from './ptah-commands.ts';
 import type { DriftSummary } from '../protocol/result.ts';
@@ -26,7 +27,10 @@ export async function observe(ctx: OperationContext): Promise<OperationReport> {
     stdoutLimit: MAX_REPORT_BYTES,
   });
   if (child.exitCode !== 0 && child.exitCode !== 3) {
-    return failed('observe_failed', childFailureMessage('drift', child, ctx.redactor), child.exitCode);
+    return withChildCause(
+      failed('observe_failed', childFailureMessage('drift', child, ctx.redactor), child.exitCode),
+      child,
+    );
   }
   if (child.stdoutBytesDropped > 0) {
     return failed('report_too_large', `drift report exceeds ${MAX_REPORT_BYTES} bytes`, child.exitCode);

@@ -2,6 +2,7 @@
 import type { ChildResult } from './child.ts';
 import type { CompiledRunOptions } from './options.ts';
 import type { Redactor } from './redact.ts';
+import { readCause, type FailureCause } from '../protocol/cause.ts';
 import type { RunnerError, RunnerOutcome, RunnerOutputs } from '../protocol/result.ts';
 
 export interface OperationContext {
@@ -21,6 +22,7 @@ export interface OperationReport {
   readonly childExitCode: number;
   readonly outputs: RunnerOutputs;
   readonly error?: RunnerError;
+  readonly cause?: FailureCause;
 }
 
 /** Runner exit codes; the table lives in docs/runner.md. */
@@ -69,6 +71,22 @@ export function childFailureMessage(what: string, child: ChildResult, redactor: 
   const last = lines.at(-1);
   const tail = last === undefined ? '' : `: ${redactor.redact(last).slice(0, 300)}`;
   return `${what}: ptah exited with ${child.exitCode}${tail}`;
+}
+
+/**
+ * Why the child failed, classified: the execution deadline stopped it, or the cause its `--json` error
+ * document states (checked again here). Undefined when neither says.
+ */
+export function childCause(child: ChildResult): FailureCause | undefined {
+  if (child.stopped === 'deadline') return { kind: 'deadline' };
+  if (child.stopped !== undefined || child.spawnFailed) return undefined;
+  return readCause(parseJsonObject(child.stdout)?.['cause']);
+}
+
+/** The report with the child's classified cause, when it has one. */
+export function withChildCause(report: OperationReport, child: ChildResult): OperationReport {
+  const cause = childCause(child);
+  return cause === undefined ? report : { ...report, cause };
 }
 
 /** Parses JSON Ptah printed; undefined when it is not a JSON object. */

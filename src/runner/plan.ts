@@ -17,6 +17,7 @@ import {
   RUNNER_EXIT,
   type OperationContext,
   type OperationReport,
+  withChildCause,
 } from './operation.ts';
 import { applyDryRunCommand, planCommand } from './ptah-commands.ts';
 import type { PlanOutputs } from '../protocol/result.ts';
@@ -104,10 +105,9 @@ export async function plan(ctx: OperationContext): Promise<OperationReport> {
     stdoutLimit: ctx.options.maxPlanBytes + REPORT_SLACK_BYTES,
   });
   if (dryRun.exitCode !== 0) {
-    return failed(
-      'dry_run_failed',
-      childFailureMessage('apply dry-run', dryRun, ctx.redactor),
-      dryRun.exitCode,
+    return withChildCause(
+      failed('dry_run_failed', childFailureMessage('apply dry-run', dryRun, ctx.redactor), dryRun.exitCode),
+      dryRun,
     );
   }
   const dryReport = parseJsonObject(dryRun.stdout);
@@ -172,7 +172,10 @@ async function runPlan(ctx: OperationContext, n: 1 | 2): Promise<PlanRun | Opera
     return failed(code, reason, child.exitCode);
   }
   if (child.exitCode !== EXIT_NO_CHANGES && child.exitCode !== EXIT_CHANGES) {
-    return failed('plan_failed', childFailureMessage(which, child, ctx.redactor), child.exitCode);
+    return withChildCause(
+      failed('plan_failed', childFailureMessage(which, child, ctx.redactor), child.exitCode),
+      child,
+    );
   }
   if (child.stdoutBytesDropped > 0)
     return failed('plan_too_large', `the ${which} report exceeds its bound`, child.exitCode);

@@ -22,6 +22,8 @@ export type JobObservation =
       readonly uid: string;
       readonly succeeded: boolean;
       readonly finishedAt?: string;
+      /** The Job's Failed condition reason (DeadlineExceeded, BackoffLimitExceeded …), when it failed. */
+      readonly failureReason?: string;
     };
 
 /** The result of reading the claimed Job's Pod: only `accepted` is a result at all. */
@@ -38,7 +40,9 @@ export type Harvest =
    * (CreateContainerConfigError): seen while the Job still runs, so nothing waits for its deadline. The
    * message names the Secret and key, never a value.
    */
-  | { readonly kind: 'credential-unavailable'; readonly message: string };
+  | { readonly kind: 'credential-unavailable'; readonly message: string }
+  /** The node killed a container for exceeding its memory limit (terminated reason OOMKilled). */
+  | { readonly kind: 'oom-killed'; readonly exitCode?: number };
 
 export function observeJob(job: V1Job | undefined): JobObservation {
   if (job === undefined || job.metadata?.deletionTimestamp !== undefined) return { state: 'absent' };
@@ -47,11 +51,16 @@ export function observeJob(job: V1Job | undefined): JobObservation {
   const done = conds.find((c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True');
   if (done === undefined) return { state: 'running', uid };
   const finishedAt = done.lastTransitionTime ?? job.status?.completionTime;
+  const failureReason =
+    done.type === 'Failed' && typeof done.reason === 'string' && /^[A-Za-z]{1,64}$/.test(done.reason)
+      ? done.reason
+      : undefined;
   return {
     state: 'finished',
     uid,
     succeeded: done.type === 'Complete',
     ...(finishedAt !== undefined ? { finishedAt: new Date(finishedAt).toISOString() } : {}),
+    ...(failureReason !== undefined ? { failureReason } : {}),
   };
 }
 
@@ -89,6 +98,13 @@ export function harvestPod(
     return { kind: 'snapshot-refused', ...(file !== undefined ? { file } : {}) };
   }
   const main = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);
+  // Killed by the node for its memory: whatever the log holds was cut off mid-run.
+  for (const killed of [init, main]) {
+    if (killed?.state?.terminated?.reason === 'OOMKilled') {
+      const exitCode = killed.state.terminated.exitCode;
+      return { kind: 'oom-killed', ...(Number.isSafeInteger(exitCode) ? { exitCode } : {}) };
+    }
+  }
   if (main?.state?.terminated === undefined) {
     return { kind: 'refused', message: 'the operation container never finished' };
   }

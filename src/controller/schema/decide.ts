@@ -13,6 +13,13 @@ import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
+import { readCause } from '../../protocol/cause.ts';
+import {
+  classifyCause,
+  deadlineExceeded,
+  oomKilled,
+  type ClassifiedCause,
+} from '../causes/classify-cause.ts';
 import type { TargetConflict } from '../realm/target-conflict.ts';
 import { policyFingerprint } from '../../api/fingerprint.ts';
 import { MAX_RETIRED_PLANS, type ExecutionBinding, type JournalEntry } from '../../api/ptah-schema.ts';
@@ -604,19 +611,34 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   b.post.push(finishJob(claim));
 
   if (harvest.kind !== 'accepted') {
+    // What the node or the Job says outranks a missing frame: it says why there is none.
+    const classified =
+      harvest.kind === 'oom-killed'
+        ? oomKilled(harvest.exitCode)
+        : jobDeadlinePassed(input)
+          ? deadlineExceeded(schema.spec.activeDeadlineSeconds)
+          : undefined;
     const reason =
-      harvest.kind === 'snapshot-refused'
+      classified?.reason ??
+      (harvest.kind === 'snapshot-refused'
         ? 'SnapshotRefused'
         : harvest.kind === 'refused'
           ? 'ResultRefused'
-          : 'ResultLost';
+          : 'ResultLost');
     const message =
-      harvest.kind === 'snapshot-refused'
+      classified?.message ??
+      (harvest.kind === 'snapshot-refused'
         ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
-        : `no acceptable result: ${harvest.message}`;
+        : harvest.kind === 'oom-killed'
+          ? 'the operation container was killed for its memory'
+          : `no acceptable result: ${harvest.message}`);
     if (claim.type === 'Apply' && harvest.kind !== 'snapshot-refused') {
       // A mutating operation whose result cannot be read has an unknown outcome, never a success.
-      b.event('Warning', 'ApplyOutcomeUnknown', message);
+      b.event(
+        'Warning',
+        'ApplyOutcomeUnknown',
+        classified !== undefined ? `the outcome of the apply is unknown: ${message}` : message,
+      );
       applyEnded(b, input, claim, 'Unknown');
       return;
     }
@@ -761,14 +783,13 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   if (claim.type === 'Observe') {
     const drift = result.outputs.drift;
     if (result.outcome !== 'succeeded' || drift === undefined) {
-      b.cond(
-        'DatabaseReachable',
-        'False',
-        errorReason(result, 'ObserveFailed'),
-        'the database could not be read',
-      );
+      const cause = failureCause(input, result);
+      const reason = cause?.reason ?? errorReason(result, 'ObserveFailed');
+      // A desired state that does not load, a deadline: the database may be perfectly readable.
+      if (cause === undefined || cause.databaseUnreachable)
+        b.cond('DatabaseReachable', 'False', reason, cause?.message ?? 'the database could not be read');
       endChain(b, claim);
-      fail(b, input, 'Observe', errorReason(result, 'ObserveFailed'), 'observe failed');
+      fail(b, input, 'Observe', reason, cause?.message ?? 'observe failed');
       return;
     }
     st.drift = {
@@ -830,8 +851,11 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
       return;
     }
     if (result.outcome !== 'succeeded' || plan === undefined) {
+      const cause = failureCause(input, result);
+      const reason = cause?.reason ?? errorReason(result, 'PlanFailed');
+      if (cause?.databaseUnreachable === true) b.cond('DatabaseReachable', 'False', reason, cause.message);
       endChain(b, claim);
-      fail(b, input, 'Plan', errorReason(result, 'PlanFailed'), 'plan failed');
+      fail(b, input, 'Plan', reason, cause?.message ?? 'plan failed');
       return;
     }
     if (plan.planOutcome === 'NoChanges') {
@@ -882,6 +906,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     st.lastAttemptTime = claim.startedAt;
     b.cond('PlanReady', 'True', 'PlanReady', `plan ${published.name} is ready`);
     b.cond('InSync', 'False', 'PlanReady', 'the database differs from the declaration');
+    b.cond('ReconciliationFailed', 'False', 'Succeeded', 'the last operation succeeded');
     const policy = schema.spec.policy;
     if (published.destructive && !policy.allowDestructive) {
       block(
@@ -923,11 +948,12 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   }
 
   // Apply.
+  const cause = result.outcome === 'succeeded' ? undefined : failureCause(input, result);
   if (result.outcome === 'succeeded' || result.outcome === 'uncertain') {
     b.event(
       result.outcome === 'succeeded' ? 'Normal' : 'Warning',
       result.outcome === 'succeeded' ? 'ApplyFinished' : 'ApplyOutcomeUnknown',
-      `the apply ended${partialApplyText(result)}; a fresh observation decides whether the database converged`,
+      `the apply ended${partialApplyText(result)}${cause !== undefined ? ` (${cause.reason}: ${cause.message})` : ''}; a fresh observation decides whether the database converged`,
     );
     applyEnded(b, input, claim, result.outcome === 'succeeded' ? 'Succeeded' : 'Unknown');
     return;
@@ -936,7 +962,33 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   endChain(b, claim);
   st.plan = undefined;
   b.cond('Applying', 'False', 'OperationFailed', 'the apply failed');
-  fail(b, input, 'Apply', errorReason(result, 'ApplyFailed'), applyFailureMessage(result));
+  if (cause?.databaseUnreachable === true) b.cond('DatabaseReachable', 'False', cause.reason, cause.message);
+  fail(
+    b,
+    input,
+    'Apply',
+    cause?.reason ?? errorReason(result, 'ApplyFailed'),
+    cause !== undefined
+      ? `the apply failed and changed nothing: ${cause.message}`
+      : applyFailureMessage(result),
+  );
+}
+
+/** The Job controller ended the Job at its activeDeadlineSeconds. */
+function jobDeadlinePassed(input: DecideInput): boolean {
+  return input.job?.state === 'finished' && input.job.failureReason === 'DeadlineExceeded';
+}
+
+/**
+ * Why a finished operation failed, classified: the Job's deadline when the Job controller ended it, else the
+ * cause the runner's frame states (checked again: the frame was read from a Pod log). Undefined when
+ * neither says; callers then fall back to the runner's error code.
+ */
+function failureCause(input: DecideInput, result: RunnerResult): ClassifiedCause | undefined {
+  const seconds = input.schema.spec.activeDeadlineSeconds;
+  if (jobDeadlinePassed(input)) return deadlineExceeded(seconds);
+  const cause = readCause(result.cause);
+  return cause === undefined ? undefined : classifyCause(cause, seconds);
 }
 
 /**

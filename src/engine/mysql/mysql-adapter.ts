@@ -5,6 +5,7 @@
  */
 import mysql from 'mysql2/promise';
 import { mysqlConnectionConfig, parseDatabaseUrl, redact } from '../database-url.ts';
+import { connectionFailureOf } from '../connection-failure.ts';
 import { DatabaseError, type Session } from '../session.ts';
 
 export const mysqlAdapterFacts = {
@@ -22,6 +23,7 @@ export function toDatabaseError(error: unknown, url: string): DatabaseError {
     redact(String(e.message ?? error), password ? [password] : []),
     typeof e.sqlState === 'string' ? e.sqlState : undefined,
     typeof e.errno === 'number' ? e.errno : undefined,
+    connectionFailureOf(error),
   );
 }
 

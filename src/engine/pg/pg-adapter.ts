@@ -4,6 +4,7 @@
  */
 import pg from 'pg';
 import { parseDatabaseUrl, pgConnectionConfig, redact } from '../database-url.ts';
+import { connectionFailureOf } from '../connection-failure.ts';
 import { DatabaseError, type Session } from '../session.ts';
 
 export { DatabaseError, type Session };
@@ -16,7 +17,14 @@ export const pgAdapterFacts = {
 export function toDatabaseError(error: unknown, url: string): DatabaseError {
   const e = error as { message?: string; code?: string };
   const password = safePassword(url);
-  return new DatabaseError(redact(String(e.message ?? error), password ? [password] : []), e.code);
+  // node-postgres puts the server's SQLSTATE in `code`, and Node's socket errors (ECONNREFUSED …) too.
+  const sqlstate = typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : undefined;
+  return new DatabaseError(
+    redact(String(e.message ?? error), password ? [password] : []),
+    sqlstate,
+    undefined,
+    connectionFailureOf(error),
+  );
 }
 
 function safePassword(url: string): string | undefined {
