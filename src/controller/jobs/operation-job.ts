@@ -238,9 +238,9 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
             },
             { name: 'PTAH_EXPECTED_HISTORY_FINGERPRINT', value: plan.historyFingerprint },
             { name: 'PTAH_EXPECTED_TARGET_IDENTITY', value: plan.targetIdentityDigest },
-            { name: 'PTAH_MIGRATION_LOCK_TIMEOUT', value: `${plan.lockTimeoutSeconds}s` },
+            { name: 'PTAH_LOCK_TIMEOUT', value: `${plan.lockTimeoutSeconds}s` },
             ...(plan.transactionMode !== 'unset'
-              ? [{ name: 'PTAH_TX_MODE', value: plan.transactionMode }]
+              ? [{ name: 'PTAH_TRANSACTION_MODE', value: plan.transactionMode }]
               : []),
           ]
         : []),

@@ -176,11 +176,11 @@ describe('migration operation Job', () => {
     );
     assert.equal(value('PTAH_EXPECTED_HISTORY_FINGERPRINT'), digest('h'));
     assert.equal(value('PTAH_EXPECTED_TARGET_IDENTITY'), digest('e'));
-    assert.equal(value('PTAH_TX_MODE'), 'none');
+    assert.equal(value('PTAH_TRANSACTION_MODE'), 'none');
     assert.equal(value('PTAH_OPERATION'), 'migration-apply');
     const unset = buildMigrationJob({ ...migration, claim, plan: { ...plan, transactionMode: 'unset' } });
     assert.ok(
-      !unset.spec!.template.spec!.containers[0]!.env!.some((e) => e.name === 'PTAH_TX_MODE'),
+      !unset.spec!.template.spec!.containers[0]!.env!.some((e) => e.name === 'PTAH_TRANSACTION_MODE'),
       'unset passes no mode: Ptah chooses',
     );
     assert.throws(() => buildMigrationJob({ ...migration, claim }), /needs its plan/);
