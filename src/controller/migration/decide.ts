@@ -712,16 +712,20 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   b.post.push(finishJob(claim));
 
   if (harvest.kind !== 'accepted') {
-    const reason =
-      harvest.kind === 'snapshot-refused'
-        ? 'SnapshotRefused'
-        : harvest.kind === 'refused'
-          ? 'ResultRefused'
-          : 'ResultLost';
+    const reasons: Readonly<Record<Exclude<Harvest['kind'], 'accepted'>, string>> = {
+      'snapshot-refused': 'SnapshotRefused',
+      refused: 'ResultRefused',
+      unavailable: 'ResultLost',
+      'credential-unavailable': 'CredentialUnavailable',
+      'oom-killed': 'OOMKilled',
+    };
+    const reason = reasons[harvest.kind];
     const message =
       harvest.kind === 'snapshot-refused'
         ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
-        : `no acceptable result: ${harvest.message}`;
+        : harvest.kind === 'oom-killed'
+          ? 'the operation container ran out of memory and was killed'
+          : `no acceptable result: ${harvest.message}`;
     if (dispatched && harvest.kind !== 'snapshot-refused') {
       latch(b, input, claim, 'Unknown', `run ${claim.jobName}: ${message}`);
       return;
