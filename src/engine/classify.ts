@@ -44,6 +44,8 @@ function mysqlTypeRisk(a: TypeRef, b: TypeRef): 'widen' | 'rewrite' | 'narrow' |
     if (wb < wa) return 'narrow';
     return a.name === b.name && a.name === 'varchar' ? 'widen' : 'rewrite';
   }
+  // Every FLOAT value is a DOUBLE value; the column is rebuilt to the wider type.
+  if (a.name === 'float' && b.name === 'double' && unsigned(a) === unsigned(b)) return 'rewrite';
   if ((a.name === 'enum' || a.name === 'set') && a.name === b.name) {
     // Appending values keeps every stored value (and its index); anything else may not.
     return b.mods.startsWith(a.mods.slice(0, -1)) ? 'widen' : 'narrow';

@@ -114,6 +114,8 @@ export interface Index {
   readonly comment?: string;
   /** MySQL 8 / MariaDB 10.6+: the optimiser ignores the index (IGNORED in MariaDB, INVISIBLE in MySQL). */
   readonly invisible?: boolean;
+  /** How the server spells an invisible index (MariaDB: IGNORED); rendered, never compared. */
+  readonly invisibleAs?: 'IGNORED' | 'INVISIBLE';
 }
 
 /**

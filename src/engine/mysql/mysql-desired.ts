@@ -30,6 +30,7 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
+import { respellCreateIndex, respellCreateTable } from './mysql-spelling.ts';
 
 const parser = new nodeSqlParser.Parser();
 const OPTIONS = { database: 'MariaDB' } as const;
@@ -61,7 +62,9 @@ function binaryAttribute(sql: string): string {
   );
 }
 
-const IGNORED = /^(set|lock\s+tables|unlock\s+tables|use|start\s+transaction|commit|begin|delimiter)\b/i;
+// Session settings and a dump's data-loading brackets (`ALTER TABLE t DISABLE KEYS` around its INSERTs).
+const IGNORED =
+  /^(?:(?:set|lock\s+tables|unlock\s+tables|use|start\s+transaction|commit|begin|delimiter)\b|alter\s+table\s+(?:`(?:[^`]|``)*`|[\w$.]+)\s+(?:disable|enable)\s+keys\s*$)/i;
 
 export function parseDesired(files: readonly { path: string; sql: string }[]): PendingModel {
   const tables = new Map<string, RawTable>();
@@ -104,8 +107,20 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
         );
       }
       let ast: Node;
+      let invisibleColumns: ReadonlySet<string> = new Set();
+      let readable = text;
+      if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) {
+        const r = respellCreateTable(text);
+        readable = r.sql;
+        invisibleColumns = r.invisibleColumns;
+      } else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {
+        const known = new Set(
+          [...tables.values()].flatMap((t) => t.columns.map((c) => c.name.toLowerCase())),
+        );
+        readable = respellCreateIndex(text, known);
+      }
       try {
-        const parsed = parser.astify(text, OPTIONS) as unknown;
+        const parsed = parser.astify(readable, OPTIONS) as unknown;
         ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
       } catch (error) {
         throw new DesiredStateError(
@@ -113,7 +128,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
         );
       }
       if (ast['type'] === 'create' && ast['keyword'] === 'table') {
-        const t = tableFrom(ast, where);
+        const t = tableFrom(ast, where, invisibleColumns);
         tables.set(t.name, t);
         views.delete(t.name);
       } else if (ast['type'] === 'create' && ast['keyword'] === 'index') {
@@ -238,7 +253,10 @@ function typeText(def: Node): string {
   return `${dt}${args}${suffix.length > 0 ? ' ' + suffix.join(' ') : ''}`;
 }
 
-function columnFrom(d: Node): {
+function columnFrom(
+  d: Node,
+  invisibleColumns: ReadonlySet<string>,
+): {
   column: RawColumn;
   extras: Partial<RawTable> & { pk?: boolean; unique?: boolean };
 } {
@@ -256,6 +274,12 @@ function columnFrom(d: Node): {
         (precision !== undefined ? `(${String(precision)})` : over['parentheses'] ? '()' : '');
       dflt = exprText({ ...dv, over: null });
     } else dflt = defaultText(dv);
+  }
+  // ON UPDATE with no DEFAULT before it reads as a reference to no table: it is the column's ON UPDATE.
+  const ref = d['reference_definition'];
+  if (isNode(ref) && ref['table'] === undefined) {
+    const action = list(ref['on_action']).find((a) => a['type'] === 'on update');
+    if (action !== undefined) onUpdate = onUpdateText(action['value']);
   }
   const gen = isNode(d['generated']) ? (d['generated'] as Node) : undefined;
   const charset = stringValue((d['character_set'] as Node | undefined)?.['value']);
@@ -281,7 +305,7 @@ function columnFrom(d: Node): {
             },
           }
         : {}),
-      invisible: false,
+      invisible: invisibleColumns.has(name.toLowerCase()),
       ...(comment !== undefined ? { comment: unescape(comment) } : {}),
     },
     extras: {
@@ -289,6 +313,14 @@ function columnFrom(d: Node): {
       ...(d['unique'] ? { unique: true } : {}),
     },
   };
+}
+
+/** `CURRENT_TIMESTAMP`, `CURRENT_TIMESTAMP()` or `CURRENT_TIMESTAMP(3)` as the grammar read it. */
+function onUpdateText(v: unknown): string {
+  if (!isNode(v)) return 'CURRENT_TIMESTAMP';
+  if (v['type'] === 'origin') return String(v['value']).toUpperCase();
+  const precision = list((v['args'] as Node | undefined)?.['value'])[0]?.['value'];
+  return `CURRENT_TIMESTAMP(${precision !== undefined ? String(precision) : ''})`;
 }
 
 /** A default's SQL text; string literals keep their quotes so the normaliser reads them as literals. */
@@ -362,7 +394,7 @@ function fkAction(actions: unknown, which: string): string {
   return a ? String((a['value'] as Node | undefined)?.['value'] ?? 'restrict') : 'restrict';
 }
 
-function tableFrom(ast: Node, where: string): RawTable {
+function tableFrom(ast: Node, where: string, invisibleColumns: ReadonlySet<string>): RawTable {
   const name = tableName(ast['table']);
   if (ast['query_expr'] || ast['like'])
     throw new DesiredStateError(`${where}: CREATE TABLE ${name} … AS/LIKE: declare its columns`);
@@ -372,7 +404,7 @@ function tableFrom(ast: Node, where: string): RawTable {
   const checks: RawCheck[] = [];
   for (const d of list(ast['create_definitions'])) {
     if (d['resource'] === 'column') {
-      const { column, extras } = columnFrom(d);
+      const { column, extras } = columnFrom(d, invisibleColumns);
       columns.push(column);
       if (extras.pk)
         indexes.push({
@@ -392,7 +424,7 @@ function tableFrom(ast: Node, where: string): RawTable {
           invisible: false,
         });
       const ref = d['reference_definition'];
-      if (isNode(ref)) {
+      if (isNode(ref) && ref['table'] !== undefined) {
         foreignKeys.push({
           columns: [column.name],
           refTable: tableName(ref['table']),

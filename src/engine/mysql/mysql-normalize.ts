@@ -487,6 +487,19 @@ function collationOf(
   return fallback;
 }
 
+/**
+ * MariaDB gives a NOT NULL column with ON UPDATE and no DEFAULT the zero date as its default: the server's
+ * doing, not a declaration, so it is read as no default (and a plan without one recreates it the same way).
+ */
+function zeroDefaultOfOnUpdate(c: RawColumn, f: ServerFacts): boolean {
+  return (
+    f.mariadb &&
+    c.onUpdate !== undefined &&
+    !c.nullable &&
+    /^'0000-00-00(?: 00:00:00(?:\.0+)?)?'$/.test(c.default?.trim() ?? '')
+  );
+}
+
 /** A table in the normal form both sides share. */
 export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
   const schema = f.database;
@@ -518,7 +531,9 @@ export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
       type,
       // A column in the primary key is NOT NULL whether or not it says so.
       notNull: !c.nullable || raw.indexes.some((i) => i.primary && i.parts.some((p) => p.column === c.name)),
-      ...(c.generated === undefined && defaultExpr(c.default, type, schema) !== undefined
+      ...(c.generated === undefined &&
+      !zeroDefaultOfOnUpdate(c, f) &&
+      defaultExpr(c.default, type, schema) !== undefined
         ? { default: defaultExpr(c.default, type, schema) as Expr }
         : {}),
       ...(c.autoIncrement ? { identity: 'by default' as const } : {}),
@@ -573,7 +588,7 @@ export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
     name: raw.name,
     columns,
     constraints,
-    indexes: indexes.map((i) => normaliseIndex(i, schema)),
+    indexes: indexes.map((i) => normaliseIndex(i, f)),
     ...(raw.comment !== undefined && raw.comment !== '' ? { comment: raw.comment } : {}),
     options,
   };
@@ -619,7 +634,8 @@ function nameIndexes(list: readonly RawIndex[]): RawIndex[] {
   });
 }
 
-function normaliseIndex(i: RawIndex, schema: string): Index {
+function normaliseIndex(i: RawIndex, f: ServerFacts): Index {
+  const schema = f.database;
   const keys: IndexKey[] = i.parts.map((p) => ({
     ...(p.column !== undefined ? { column: p.column } : {}),
     ...(p.expression !== undefined ? { expression: expr(p.expression, schema) } : {}),
@@ -637,7 +653,7 @@ function normaliseIndex(i: RawIndex, schema: string): Index {
     include: [],
     nullsNotDistinct: false,
     ...(i.comment !== undefined && i.comment !== '' ? { comment: i.comment } : {}),
-    ...(i.invisible ? { invisible: true } : {}),
+    ...(i.invisible ? { invisible: true, invisibleAs: f.mariadb ? 'IGNORED' : 'INVISIBLE' } : {}),
   };
 }
 

@@ -76,7 +76,8 @@ function createIndex(t: string, i: Index): string {
   const comment = i.comment !== undefined ? ` COMMENT ${quoteLiteral(i.comment)}` : '';
   // A B-tree index builds online (concurrent DML allowed); FULLTEXT and SPATIAL need a shared lock.
   const online = kind === '' || kind === 'UNIQUE ' ? ' ALGORITHM=INPLACE LOCK=NONE' : '';
-  const invisible = i.invisible ? ' INVISIBLE' : '';
+  // MariaDB names the option IGNORED (it reads INVISIBLE as nothing it knows).
+  const invisible = i.invisible ? ` ${i.invisibleAs ?? 'INVISIBLE'}` : '';
   return `CREATE ${kind}INDEX ${quoteIdent(i.name ?? '')} ON ${t} (${i.keys.map(keyPart).join(', ')})${using}${comment}${invisible}${online}`;
 }
 

@@ -18,6 +18,7 @@ const SCHEMAS: readonly { name: string; devUrl: boolean }[] = [
   { name: 'roundcube', devUrl: false },
   { name: 'employees', devUrl: true },
   { name: 'sakila', devUrl: true },
+  { name: 'kanboard', devUrl: false },
 ];
 const fixture = (name: string) =>
   readFileSync(join(import.meta.dirname, '../../fixtures/real-schemas-mysql', name, 'schema.sql'), 'utf8');

@@ -168,24 +168,23 @@ const DESIRED = `CREATE TABLE item (
   token VARCHAR(36) NOT NULL DEFAULT (uuid()),
   doc JSON,
   total DECIMAL(12,2) GENERATED ALWAYS AS (price * 2) VIRTUAL,
-  secret INT,
+  secret INT INVISIBLE,
   UNIQUE KEY uq_code (code),
   KEY ix_lower ((lower(name))),
-  KEY ix_name (name(10) DESC),
+  KEY ix_name (name(10) DESC) INVISIBLE,
   CONSTRAINT ck_price CHECK (price >= 0)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;`;
 
 describe('MySQL 8.4 catalog spellings', () => {
-  it('inspects in a fixed number of queries and meets the desired SQL (but for what the grammar lacks)', async () => {
+  it('inspects in a fixed number of queries and meets the desired SQL', async () => {
     const session = catalog(MYSQL84_ROWS);
     const live = await inspectMysql(session);
     assert.equal(session.roundTrips, 9);
     const desired = resolveWith(await loadDesiredMysql([{ path: 'd.sql', sql: DESIRED }]), MYSQL84);
     const changes = diffModels({ from: live, to: desired, liveRows: [] });
-    // INVISIBLE columns and invisible indexes are not read by the grammar: the only differences.
     assert.deepEqual(
       changes.map((c) => c.kind),
-      ['DropIndex', 'AlterColumnType', 'CreateIndex'],
+      [],
       JSON.stringify(changes.map((c) => renderMysql(c))),
     );
     const item = live.tables[0];
@@ -201,6 +200,7 @@ describe('MySQL 8.4 catalog spellings', () => {
       'lower(`name`)',
     );
     assert.equal(item?.indexes.find((i) => i.name === 'ix_name')?.invisible, true);
+    assert.equal(item?.indexes.find((i) => i.name === 'ix_name')?.invisibleAs, 'INVISIBLE');
   });
 
   it('spells types the way both servers compare', () => {
@@ -278,6 +278,54 @@ describe('MySQL renderer', () => {
         'ALTER TABLE `t` DROP CONSTRAINT `ck`',
         'ALTER TABLE `t` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci',
       ],
+    );
+  });
+
+  it('spells an invisible index as each server reads it: INVISIBLE on MySQL 8.4, IGNORED on MariaDB', async () => {
+    const from = 'CREATE TABLE t (id int PRIMARY KEY, v int);';
+    const to = 'CREATE TABLE t (id int PRIMARY KEY, v int, KEY ix (v) IGNORED);';
+    assert.deepEqual(await plan(from, to), [
+      'CREATE INDEX `ix` ON `t` (`v`) INVISIBLE ALGORITHM=INPLACE LOCK=NONE',
+    ]);
+    const mariadb: ServerFacts = { ...MYSQL84, version: '10.11.11-MariaDB', mariadb: true };
+    const m = async (sql: string) => resolveWith(await loadDesiredMysql([{ path: 'd.sql', sql }]), mariadb);
+    assert.deepEqual(
+      diffModels({
+        from: await m(from),
+        to: await m(to.replace('IGNORED', 'INVISIBLE')),
+        liveRows: [],
+      }).flatMap(renderMysql),
+      ['CREATE INDEX `ix` ON `t` (`v`) IGNORED ALGORITHM=INPLACE LOCK=NONE'],
+    );
+  });
+
+  it('reads what the grammar lacks: keyword column names, INVISIBLE columns, REAL, ON UPDATE alone', async () => {
+    const sql = `CREATE TABLE t (id int PRIMARY KEY, status int NOT NULL, full varchar(9) INVISIBLE,
+      r real, d double precision, at timestamp NULL ON UPDATE now(),
+      KEY status (status, full(3) DESC), CONSTRAINT fk FOREIGN KEY (status) REFERENCES s (full),
+      CONSTRAINT ck CHECK (status > 0));`;
+    const t = (await model(sql)).tables[0];
+    const c = (n: string) => t?.columns.find((x) => x.name === n);
+    assert.equal(c('full')?.invisible, true);
+    assert.equal(c('status')?.invisible, undefined);
+    assert.equal(c('r')?.type.name, 'double');
+    assert.equal(c('d')?.type.name, 'double');
+    assert.equal(
+      c('at')?.onUpdate?.key,
+      defaultExpr('CURRENT_TIMESTAMP', c('at')?.type ?? c('r')!.type)?.key,
+    );
+    assert.equal(c('at')?.default, undefined);
+    assert.deepEqual(
+      t?.constraints.map((k) => k.kind),
+      ['PrimaryKey', 'ForeignKey', 'Check'],
+    );
+    assert.deepEqual(
+      t?.indexes.map((i) => [i.name, i.keys.map((k) => k.column)]),
+      [['status', ['status', 'full']]],
+    );
+    assert.match(
+      renderMysql({ kind: 'CreateTable', table: t! })[0] ?? '',
+      /`full` varchar\(9\) NULL INVISIBLE/,
     );
   });
 
