@@ -12,7 +12,7 @@ import {
   loadMigrationDirectory,
   newMigrationFile,
 } from '../engine/migrations/migration-directory.ts';
-import { parseVersion, type TxMode } from '../engine/migrations/migration-file.ts';
+import { parseVersion, type MigrationFile, type TxMode } from '../engine/migrations/migration-file.ts';
 import { computeStatus, type MigrationStatus } from '../engine/migrations/migration-status.ts';
 import { migrateUp, type ExpectedMigration, type UpResult } from '../engine/migrations/migrate-up.ts';
 import {
@@ -184,6 +184,16 @@ function renderStatus(s: MigrationStatus): string {
   return lines.join('\n');
 }
 
+/**
+ * The JSON status names each pending file's version as its file name spells it (`versionKey`, leading
+ * zeros kept) beside the canonical version: a plan binds both, so a file renamed from 0002_ to 2_ is
+ * another plan even though Ptah would run it as the same version.
+ */
+function withVersionKeys(s: MigrationStatus, files: readonly MigrationFile[]): unknown {
+  const keyOf = new Map(files.map((f) => [f.version, /^\d+/.exec(f.name)?.[0] ?? f.version]));
+  return { ...s, pending: s.pending.map((p) => ({ ...p, versionKey: keyOf.get(p.version) ?? p.version })) };
+}
+
 function statusExit(s: MigrationStatus): ExitCode {
   if (s.verdict === 'up_to_date') return EXIT.ok;
   if (s.verdict === 'pending') return EXIT.changes;
@@ -290,7 +300,7 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
       const files = loadMigrationDirectory(dir);
       const url = resolveDatabaseUrl(flags.url).url;
       const status = await withDb(url, flags, async (db) => computeStatus(files, await db.readRevisions()));
-      out(flags.json ? JSON.stringify(status) : renderStatus(status));
+      out(flags.json ? JSON.stringify(withVersionKeys(status, files)) : renderStatus(status));
       return statusExit(status);
     }
     case 'up': {

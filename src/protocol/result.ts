@@ -157,6 +157,25 @@ export interface MigrationHistoryOutputs {
   readonly versionsOmitted?: number;
 }
 
+/** Why `ptah migrations up` stopped short (docs/cli-migrations.md); a fixed vocabulary, never text. */
+export const MIGRATION_RUN_REASONS = [
+  'sequence_mismatch',
+  'history_mismatch',
+  'history_dirty',
+  'history_modified',
+  'history_out_of_order',
+  'history_ahead',
+  'lock_timeout',
+  'invalid_directory',
+  'invalid_file',
+  'statement_failed',
+  'connection_lost',
+  'database_error',
+  'connection_failed',
+  'interrupted',
+] as const;
+export type MigrationRunReason = (typeof MIGRATION_RUN_REASONS)[number];
+
 /** Ptah's outcome of `migrations up`; `unknown` also when no readable report came back at all. */
 export type MigrationRunOutcome = 'up_to_date' | 'applied' | 'failed' | 'partial' | 'unknown';
 
@@ -183,6 +202,8 @@ export interface MigrationApplyOutputs {
   /** Versions this run applied and committed, in order (at most MAX_FRAME_PENDING_MIGRATIONS). */
   readonly appliedVersions: readonly string[];
   readonly stoppedAt?: MigrationStop;
+  /** Ptah's reason, when its report gave one (absent for a success and for a run without a report). */
+  readonly reason?: MigrationRunReason;
   /**
    * For `sequence_mismatch`: the first differing position (0-based) and the version on each side (absent
    * when that side ended). Checksums are left out: the plan has the expected ones.

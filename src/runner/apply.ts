@@ -18,7 +18,7 @@ import {
 import type { PartialApply } from '../protocol/result.ts';
 import { readPlanDir } from './plan-dir.ts';
 import { applyCommand } from './ptah-commands.ts';
-import { targetReport } from './target-identity.ts';
+import { otherTargetRefusal } from './target-identity.ts';
 
 /**
  * ptah's exit codes for apply (src/cli/exit-codes.ts): 1 failed (the transaction rolled back, or the first
@@ -33,16 +33,8 @@ export async function apply(ctx: OperationContext): Promise<OperationReport> {
   const expected = options.expectedPlanContentDigest ?? '';
   const rebuilt = readPlanDir(options.planDir, expected, options.maxPlanBytes);
   const base = { planContentDigest: expected, mutationStarted: false };
-  // The plan was computed against one database; a Secret repointed since then (even at a database in the
-  // same state, which the plan's from_fingerprint would not notice) must not receive it. Only digests are
-  // compared and named, never the URL.
-  if (targetReport(options.databaseUrl).identityDigest !== options.expectedTargetIdentity) {
-    return refused(
-      'target_identity_mismatch',
-      'the database URL names another database than the one the plan was computed against; nothing ran',
-      { apply: base },
-    );
-  }
+  const otherTarget = otherTargetRefusal(options, { apply: base });
+  if (otherTarget !== undefined) return otherTarget;
   if (!rebuilt.ok) return refused('plan_refused', rebuilt.reason, { apply: base });
 
   const planFile = join(options.workDir, `apply-${options.operationId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`);

@@ -12,6 +12,8 @@ import { runChild, type ChildResult } from './child.ts';
 import type { Sha256Digest } from '../api/digest.ts';
 import { encodeFrame, framePayloadDigest, neutraliseMarkers } from '../protocol/frame.ts';
 import type { FailureCause } from '../protocol/cause.ts';
+import { migrationApply } from './migration-apply.ts';
+import { migrationHistory } from './migration-history.ts';
 import { observe } from './observe.ts';
 import { RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
 import {
@@ -90,7 +92,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
       // A runner bug. Once a mutating child has started it may have run: say so, never guess otherwise.
       const message = redactor.redact(error instanceof Error ? error.message : String(error)).slice(0, 300);
       say(`internal error: ${message}`);
-      const mutating = operation === 'apply' && progress.childStarted;
+      const mutating = (operation === 'apply' || operation === 'migration-apply') && progress.childStarted;
       report = {
         outcome: mutating ? 'uncertain' : 'failed',
         exitCode: mutating ? RUNNER_EXIT.uncertain : RUNNER_EXIT.failed,
@@ -209,6 +211,10 @@ async function runOperation(
       return await plan(ctx);
     case 'apply':
       return await apply(ctx);
+    case 'migration-history':
+      return await migrationHistory(ctx);
+    case 'migration-apply':
+      return await migrationApply(ctx);
   }
 }
 

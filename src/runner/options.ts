@@ -12,9 +12,24 @@ import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/data
 import { isSha256Digest } from '../api/digest.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
 import { ptahProgramUrl } from '../build-info.ts';
+import { parseVersion } from '../engine/migrations/migration-file.ts';
 
-export type DatabaseOperation = 'observe' | 'plan' | 'apply';
-const DATABASE_OPERATIONS: readonly DatabaseOperation[] = ['observe', 'plan', 'apply'];
+export type DatabaseOperation = 'observe' | 'plan' | 'apply' | 'migration-history' | 'migration-apply';
+const DATABASE_OPERATIONS: readonly DatabaseOperation[] = [
+  'observe',
+  'plan',
+  'apply',
+  'migration-history',
+  'migration-apply',
+];
+/** The operations that may change the database: each is bound to the target identity it was planned for. */
+const MUTATING_OPERATIONS: ReadonlySet<DatabaseOperation> = new Set(['apply', 'migration-apply']);
+
+/** One entry of the approved migration sequence: what ptah compares with its own selection under the lock. */
+export interface ExpectedMigrationEntry {
+  readonly version: string;
+  readonly checksum: string;
+}
 
 export const DEFAULTS = {
   terminationMessagePath: '/dev/termination-log',
@@ -26,6 +41,10 @@ export const DEFAULTS = {
   maxPlanBytes: 8 * 1024 * 1024,
   timeoutSeconds: 600,
   terminationGraceSeconds: 30,
+  migrationsDir: '/work/migrations',
+  /** The approved sequence's limits: entries, and bytes of its JSON (well inside one env value's 128 KiB). */
+  maxExpectedSequenceEntries: 1000,
+  maxExpectedSequenceBytes: 120 * 1024,
 } as const;
 
 /** The command that starts `ptah`: a file to execute and the arguments before ptah's own. */
@@ -54,6 +73,14 @@ export interface CompiledRunOptions {
    * URL this Pod was given must hash to it, or nothing runs (a Secret repointed between plan and apply).
    */
   readonly expectedTargetIdentity?: string;
+  /** The checked migration directory (migration-history, migration-apply). */
+  readonly migrationsDir: string;
+  /** migration-apply only: the approved sequence, in run order. */
+  readonly expectedSequence?: readonly ExpectedMigrationEntry[];
+  /** migration-apply only: the history fingerprint the sequence was selected against (`sha256:<hex>`). */
+  readonly expectedHistoryFingerprint?: string;
+  /** migration-apply only: spec.policy.transactionMode; undefined = unset (ptah chooses per file). */
+  readonly transactionMode?: 'file' | 'none';
   /** spec.policy.exclude, passed to drift and both plans unchanged. */
   readonly exclude: readonly string[];
   /** spec.policy.protectedTables: ptah refuses a plan that would change one. */
@@ -199,17 +226,28 @@ function compileRun(
   }
 
   const expectedTargetIdentity = nonEmpty(env['PTAH_EXPECTED_TARGET_IDENTITY']);
-  if ((op === 'apply' || expectedTargetIdentity !== undefined) && !isSha256Digest(expectedTargetIdentity)) {
+  if (
+    (MUTATING_OPERATIONS.has(op) || expectedTargetIdentity !== undefined) &&
+    !isSha256Digest(expectedTargetIdentity)
+  ) {
     throw new RunnerOptionsError(
       'PTAH_EXPECTED_TARGET_IDENTITY',
       expectedTargetIdentity === undefined ? 'missing' : 'not sha256:<64 hex>',
       'an Apply must name the target identity digest its plan was computed against',
     );
   }
+  const migrationApply = op === 'migration-apply' ? migrationApplyOptions(env) : {};
 
   const timeoutSeconds = positiveInt(values['timeout-seconds'], '--timeout-seconds', DEFAULTS.timeoutSeconds);
   let deadline = new Date(now.getTime() + timeoutSeconds * 1000);
   const notAfter = nonEmpty(env['PTAH_EXECUTION_NOT_AFTER']);
+  if (notAfter === undefined && op === 'migration-apply') {
+    throw new RunnerOptionsError(
+      'PTAH_EXECUTION_NOT_AFTER',
+      'missing',
+      'a migration Apply must carry the execution deadline of its claim',
+    );
+  }
   if (notAfter !== undefined) {
     const t = Date.parse(notAfter);
     if (!/^\d{4}-\d\d-\d\dT/.test(notAfter) || Number.isNaN(t)) {
@@ -248,6 +286,8 @@ function compileRun(
     planDir: nonEmpty(env['PTAH_PLAN_DIR']) ?? DEFAULTS.planDir,
     ...(expectedPlanContentDigest !== undefined ? { expectedPlanContentDigest } : {}),
     ...(expectedTargetIdentity !== undefined ? { expectedTargetIdentity } : {}),
+    migrationsDir: nonEmpty(env['PTAH_MIGRATIONS_DIR']) ?? DEFAULTS.migrationsDir,
+    ...migrationApply,
     exclude: parsePatternList(env['PTAH_EXCLUDE'], 'PTAH_EXCLUDE', '["audit_*","tmp"]'),
     protectedTables: protectedTableList(env['PTAH_PROTECTED_TABLES']),
     ...lockTimeout(env['PTAH_LOCK_TIMEOUT']),
@@ -264,6 +304,103 @@ function compileRun(
       ) * 1000,
     terminationMessagePath: terminationMessagePath(env),
   };
+}
+
+type MigrationApplyOptions = Pick<
+  CompiledRunOptions,
+  'expectedSequence' | 'expectedHistoryFingerprint' | 'transactionMode'
+>;
+
+function migrationApplyOptions(env: Readonly<Record<string, string | undefined>>): MigrationApplyOptions {
+  const expectedSequence = parseExpectedSequence(env['PTAH_EXPECTED_SEQUENCE']);
+  const fingerprint = nonEmpty(env['PTAH_EXPECTED_HISTORY_FINGERPRINT']);
+  if (fingerprint !== undefined && !isSha256Digest(fingerprint)) {
+    throw new RunnerOptionsError(
+      'PTAH_EXPECTED_HISTORY_FINGERPRINT',
+      'not sha256:<64 hex>',
+      "set it to the plan's historyFingerprint, or leave it out",
+    );
+  }
+  const mode = nonEmpty(env['PTAH_TRANSACTION_MODE']);
+  if (mode !== undefined && mode !== 'file' && mode !== 'none' && mode !== 'unset') {
+    throw new RunnerOptionsError(
+      'PTAH_TRANSACTION_MODE',
+      `"${mode.slice(0, 16)}" is not a transaction mode`,
+      'write file, none or unset (spec.policy.transactionMode)',
+    );
+  }
+  return {
+    expectedSequence,
+    ...(fingerprint !== undefined ? { expectedHistoryFingerprint: fingerprint } : {}),
+    ...(mode === 'file' || mode === 'none' ? { transactionMode: mode } : {}),
+  };
+}
+
+/**
+ * The approved sequence, exactly as the plan lists it: canonical versions (as the engine spells them, so
+ * the comparison under the lock is string for string) and lower-case SHA-256 hex checksums, nothing else.
+ */
+export function parseExpectedSequence(raw: string | undefined): ExpectedMigrationEntry[] {
+  const field = 'PTAH_EXPECTED_SEQUENCE';
+  const example = 'write it like [{"version":"20250101120000","checksum":"<64 hex>"}]';
+  if (raw === undefined || raw === '') {
+    throw new RunnerOptionsError(field, 'missing', 'a migration Apply must carry the approved sequence');
+  }
+  if (Buffer.byteLength(raw) > DEFAULTS.maxExpectedSequenceBytes) {
+    throw new RunnerOptionsError(
+      field,
+      `${Buffer.byteLength(raw)} bytes, more than ${DEFAULTS.maxExpectedSequenceBytes}`,
+      `approve at most ${DEFAULTS.maxExpectedSequenceEntries} migrations at once`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new RunnerOptionsError(field, 'not JSON', example);
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) {
+    throw new RunnerOptionsError(field, 'not a non-empty JSON array', example);
+  }
+  if (parsed.length > DEFAULTS.maxExpectedSequenceEntries) {
+    throw new RunnerOptionsError(
+      field,
+      `${parsed.length} entries, more than ${DEFAULTS.maxExpectedSequenceEntries}`,
+      `approve at most ${DEFAULTS.maxExpectedSequenceEntries} migrations at once`,
+    );
+  }
+  const seen = new Set<string>();
+  return parsed.map((item: unknown, i): ExpectedMigrationEntry => {
+    const o = typeof item === 'object' && item !== null && !Array.isArray(item) ? item : undefined;
+    const keys = o === undefined ? [] : Object.keys(o).sort();
+    const { version, checksum } = (o ?? {}) as { version?: unknown; checksum?: unknown };
+    if (keys.join(',') !== 'checksum,version') {
+      throw new RunnerOptionsError(field, `entry ${i} is not {version, checksum}`, example);
+    }
+    if (!isCanonicalVersion(version)) {
+      throw new RunnerOptionsError(
+        field,
+        `entry ${i}: the version is not a canonical decimal string (1 to 2^63-1, no leading zero)`,
+        'copy the version exactly as the history reading reported it',
+      );
+    }
+    if (typeof checksum !== 'string' || !/^[0-9a-f]{64}$/.test(checksum)) {
+      throw new RunnerOptionsError(field, `entry ${i}: the checksum is not 64 lower-case hex`, example);
+    }
+    if (seen.has(version)) throw new RunnerOptionsError(field, `version ${version} appears twice`, example);
+    seen.add(version);
+    return { version, checksum };
+  });
+}
+
+/** A version as the engine spells it: the decimal string parseVersion gives back unchanged. */
+export function isCanonicalVersion(v: unknown): v is string {
+  if (typeof v !== 'string') return false;
+  try {
+    return parseVersion(v) === v;
+  } catch {
+    return false;
+  }
 }
 
 function compileCheckSnapshot(

@@ -50,3 +50,44 @@ export function applyCommand(planFile: string, lockTimeoutMs: number | undefined
     '--json',
   ];
 }
+
+/**
+ * `ptah migrations status`: reads the history against the checked directory without a lock or a write.
+ * Exit 0 up to date, 3 pending, 4 Blocked (dirty, modified, out of order, ahead), with a JSON report.
+ */
+export function migrationStatusCommand(migrationsDir: string): string[] {
+  return ['migrations', 'status', '--dir', migrationsDir, '--json'];
+}
+
+export interface MigrationUpFlags {
+  readonly expectedHistoryFingerprint?: string;
+  readonly transactionMode?: 'file' | 'none';
+  readonly lockTimeoutMs?: number;
+}
+
+/**
+ * `ptah migrations up --expect-sequence`: compares the approved sequence with its own selection under the
+ * migration lock, refuses any difference before its first write, then applies. Exit 0 applied, 1 failed,
+ * 4 refused, 5 partial or unknown; the JSON report says which.
+ */
+export function migrationUpCommand(
+  migrationsDir: string,
+  sequenceFile: string,
+  flags: MigrationUpFlags,
+): string[] {
+  return [
+    'migrations',
+    'up',
+    '--dir',
+    migrationsDir,
+    '--expect-sequence',
+    sequenceFile,
+    ...(flags.expectedHistoryFingerprint !== undefined
+      ? ['--expect-history-fingerprint', flags.expectedHistoryFingerprint]
+      : []),
+    ...(flags.transactionMode !== undefined ? ['--tx-mode', flags.transactionMode] : []),
+    // ptah migrations reads a bare number as seconds: the unit is always written.
+    ...(flags.lockTimeoutMs !== undefined ? ['--lock-timeout', `${flags.lockTimeoutMs}ms`] : []),
+    '--json',
+  ];
+}

@@ -7,7 +7,9 @@
  */
 import { canonicalDigest } from '../api/digest.ts';
 import { parseDatabaseUrl } from '../engine/database-url.ts';
-import type { TargetReport } from '../protocol/result.ts';
+import type { RunnerOutputs, TargetReport } from '../protocol/result.ts';
+import { refused, type OperationReport } from './operation.ts';
+import type { CompiledRunOptions } from './options.ts';
 
 export function targetReport(databaseUrl: string): TargetReport {
   const parsed = parseDatabaseUrl(databaseUrl);
@@ -19,4 +21,22 @@ export function targetReport(databaseUrl: string): TargetReport {
     user: parsed.user,
   });
   return { dialect: parsed.dialect, identityDigest };
+}
+
+/**
+ * The guard of every mutating operation: a plan was computed against one database, and a Secret repointed
+ * since then (even at a database in the same state, which the plan's own fingerprints would not notice)
+ * must not receive it. Only digests are compared and named, never the URL. Undefined when the URL names the
+ * expected database.
+ */
+export function otherTargetRefusal(
+  options: Pick<CompiledRunOptions, 'databaseUrl' | 'expectedTargetIdentity'>,
+  outputs: RunnerOutputs,
+): OperationReport | undefined {
+  if (targetReport(options.databaseUrl).identityDigest === options.expectedTargetIdentity) return undefined;
+  return refused(
+    'target_identity_mismatch',
+    'the database URL names another database than the one the plan was computed against; nothing ran',
+    outputs,
+  );
 }
