@@ -119,6 +119,8 @@ export async function migrationApply(ctx: OperationContext): Promise<OperationRe
         code: 'outcome_unknown',
         message: childFailureMessage('migrations up', child, ctx.redactor),
       },
+      // Only the deadline classifies here: a killed run has no report to read a cause from.
+      ...(child.stopped === 'deadline' ? { cause: { kind: 'deadline' } as const } : {}),
     };
   }
 

@@ -11,6 +11,7 @@ import {
   RUNNER_EXIT,
   type OperationContext,
   type OperationReport,
+  withChildCause,
 } from './operation.ts';
 import { migrationStatusCommand } from './ptah-commands.ts';
 import {
@@ -56,10 +57,13 @@ export async function migrationHistory(ctx: OperationContext): Promise<Operation
   });
   const accepted = child.stopped === undefined && [0, 3, 4].includes(child.exitCode);
   if (!accepted) {
-    return failed(
-      'history_read_failed',
-      childFailureMessage('migrations status', child, ctx.redactor),
-      child.exitCode,
+    return withChildCause(
+      failed(
+        'history_read_failed',
+        childFailureMessage('migrations status', child, ctx.redactor),
+        child.exitCode,
+      ),
+      child,
     );
   }
   if (child.stdoutBytesDropped > 0) {
