@@ -3,14 +3,15 @@
  * creates the PtahSchemaApproval that names exactly that plan by name, UID and fingerprint. Who approved
  * is not written here: the mutating webhook stamps it from the authenticated request.
  */
-import { createInterface } from 'node:readline/promises';
 import { parseArgs } from 'node:util';
-import * as k8s from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, GROUP_VERSION } from '../api/meta.ts';
+import { GROUP_VERSION } from '../api/meta.ts';
 import type { PtahSchemaApproval } from '../api/ptah-schema-approval.ts';
 import {
   CONNECTION_OPTIONS,
+  confirmed,
   connect,
+  createOurObject,
+  needsTerminalOrYes,
   PLUGIN_EXIT,
   PluginError,
   type PluginExit,
@@ -21,15 +22,6 @@ export const APPROVE_USAGE = `usage: kubectl ptah approve <schema> [--yes] [-n n
 
 Shows the schema's current plan, verified from its chunks, and creates the approval for exactly that
 plan. Without --yes it asks first, which needs a terminal.`;
-
-async function confirmed(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
-  } finally {
-    rl.close();
-  }
-}
 
 export async function runApprove(argv: readonly string[]): Promise<PluginExit> {
   const { values, positionals } = parseArgs({
@@ -47,13 +39,11 @@ export async function runApprove(argv: readonly string[]): Promise<PluginExit> {
   }
   if (positionals.length !== 1) throw new PluginError(PLUGIN_EXIT.usage, APPROVE_USAGE);
   const schemaName = positionals[0]!;
-  if (!values.yes && !process.stdin.isTTY) {
-    throw new PluginError(
-      PLUGIN_EXIT.usage,
-      `approve ${schemaName}: standard input is not a terminal, so nothing can be asked; read the plan with ` +
-        `\`kubectl ptah plan ${schemaName}\` and pass --yes`,
-    );
-  }
+  needsTerminalOrYes(
+    values.yes,
+    `approve ${schemaName}`,
+    `read the plan with \`kubectl ptah plan ${schemaName}\``,
+  );
   const ctx = connect(values);
   const verified = await readVerifiedPlan(ctx, schemaName, false);
   const { plan, schema } = verified;
@@ -82,31 +72,12 @@ export async function runApprove(argv: readonly string[]): Promise<PluginExit> {
       planFingerprint: plan.spec.fingerprint,
     },
   };
-  let created: PtahSchemaApproval;
-  try {
-    created = (await ctx.objects.createNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: ctx.namespace,
-      plural: 'ptahschemaapprovals',
-      body,
-    })) as PtahSchemaApproval;
-  } catch (error) {
-    if (error instanceof k8s.ApiException) {
-      const detail = (() => {
-        try {
-          return (JSON.parse(String(error.body)) as { message?: string }).message ?? String(error.body);
-        } catch {
-          return String(error.body);
-        }
-      })();
-      throw new PluginError(
-        PLUGIN_EXIT.failed,
-        `the approval of plan ${plan.metadata.name} was refused (HTTP ${error.code}): ${detail}`,
-      );
-    }
-    throw error;
-  }
+  const created = await createOurObject<PtahSchemaApproval>(
+    ctx,
+    'ptahschemaapprovals',
+    body,
+    `the approval of plan ${plan.metadata.name}`,
+  );
   const who = created.spec.approver?.username ?? '(not stamped)';
   process.stdout.write(
     `approval ${created.metadata.name} created for plan ${plan.metadata.name}, approver ${who}\n`,

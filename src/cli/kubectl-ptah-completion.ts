@@ -10,52 +10,82 @@ import { API_GROUP, API_VERSION } from '../api/meta.ts';
 /** Cobra's ShellCompDirectiveNoFileComp: the shell offers no file names either. */
 const NO_FILES = 4;
 
-export const SUBCOMMANDS = ['plan', 'approve', 'status', 'completion'] as const;
+export const SUBCOMMANDS = ['plan', 'approve', 'status', 'migration', 'completion'] as const;
+const MIGRATION_SUBCOMMANDS = ['status', 'plan', 'approve', 'acknowledge'] as const;
 
-const FLAGS: Record<(typeof SUBCOMMANDS)[number], readonly string[]> = {
-  plan: ['--applied', '-o', '--output', '-n', '--namespace', '--kubeconfig', '--context'],
-  approve: ['--yes', '-n', '--namespace', '--kubeconfig', '--context'],
-  status: ['-n', '--namespace', '--kubeconfig', '--context'],
-  completion: [],
+const CONNECTION = ['-n', '--namespace', '--kubeconfig', '--context'];
+const FLAGS: Record<string, readonly string[]> = {
+  plan: ['--applied', '-o', '--output', ...CONNECTION],
+  approve: ['--yes', ...CONNECTION],
+  status: CONNECTION,
+  'migration status': CONNECTION,
+  'migration plan': ['-o', '--output', ...CONNECTION],
+  'migration approve': ['--yes', ...CONNECTION],
+  'migration acknowledge': ['--operation', '--yes', ...CONNECTION],
 };
 
 const FLAG_VALUES: Readonly<Record<string, readonly string[]>> = {
   '-o': ['sql', 'json', 'diff'],
   '--output': ['sql', 'json', 'diff'],
 };
+const MIGRATION_FLAG_VALUES: Readonly<Record<string, readonly string[]>> = {
+  '-o': ['text', 'json'],
+  '--output': ['text', 'json'],
+};
 
 /** Flags that take the next word as their value. */
-const VALUE_FLAGS = new Set(['-o', '--output', '-n', '--namespace', '--kubeconfig', '--context']);
+const VALUE_FLAGS = new Set([
+  '-o',
+  '--output',
+  '-n',
+  '--namespace',
+  '--kubeconfig',
+  '--context',
+  '--operation',
+]);
+
+/** The kinds whose names complete a command's argument. */
+export type NamedPlural = 'ptahschemas' | 'ptahmigrations';
 
 /** What `words` (the last one being typed, possibly empty) may continue with. */
 export async function candidates(
   words: readonly string[],
-  schemaNames: () => Promise<readonly string[]>,
+  namesOf: (plural: NamedPlural) => Promise<readonly string[]>,
 ): Promise<string[]> {
   const current = words.at(-1) ?? '';
-  const before = words.slice(0, -1);
+  let before = words.slice(0, -1);
   const matching = (list: readonly string[]) => list.filter((c) => c.startsWith(current));
   if (before.length === 0) return matching(SUBCOMMANDS);
-  const sub = before[0] as (typeof SUBCOMMANDS)[number];
-  if (!SUBCOMMANDS.includes(sub)) return [];
+  let sub: string = before[0]!;
+  if (!(SUBCOMMANDS as readonly string[]).includes(sub)) return [];
   if (sub === 'completion') return before.length === 1 ? matching(['bash', 'zsh']) : [];
+  let plural: NamedPlural = 'ptahschemas';
+  let flagValues = FLAG_VALUES;
+  if (sub === 'migration') {
+    if (before.length === 1) return matching(MIGRATION_SUBCOMMANDS);
+    if (!(MIGRATION_SUBCOMMANDS as readonly string[]).includes(before[1]!)) return [];
+    sub = `migration ${before[1]!}`;
+    before = before.slice(1);
+    plural = 'ptahmigrations';
+    flagValues = MIGRATION_FLAG_VALUES;
+  }
   const previous = before.at(-1) ?? '';
-  const values = FLAG_VALUES[previous];
+  const values = flagValues[previous];
   if (values !== undefined) return matching(values);
   if (VALUE_FLAGS.has(previous)) return [];
-  if (current.startsWith('-')) return matching(FLAGS[sub]);
+  if (current.startsWith('-')) return matching(FLAGS[sub] ?? []);
   const positionals = before
     .slice(1)
     .filter((w, i, all) => !w.startsWith('-') && !VALUE_FLAGS.has(all[i - 1] ?? ''));
-  return positionals.length === 0 ? matching(await schemaNames()) : [];
+  return positionals.length === 0 ? matching(await namesOf(plural)) : [];
 }
 
-export async function schemaNamesIn(ctx: PluginContext): Promise<string[]> {
+export async function namesIn(ctx: PluginContext, plural: NamedPlural): Promise<string[]> {
   const list = (await ctx.objects.listNamespacedCustomObject({
     group: API_GROUP,
     version: API_VERSION,
     namespace: ctx.namespace,
-    plural: 'ptahschemas',
+    plural,
     limit: 500,
   })) as { items: { metadata: { name: string } }[] };
   return list.items.map((item) => item.metadata.name);

@@ -25,6 +25,47 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
+type Condition = NonNullable<NonNullable<PtahSchema['status']>['conditions']>[number];
+
+/** The journal columns both families record. */
+interface JournalLine {
+  readonly time: string;
+  readonly type: string;
+  readonly operation?: string | undefined;
+  readonly outcome?: string | undefined;
+  readonly reason?: string | undefined;
+  readonly count?: number | undefined;
+  readonly plan?: string | undefined;
+  readonly approver?: string | undefined;
+}
+
+/** The CONDITIONS and JOURNAL tables, as every status view prints them. */
+export function conditionsAndJournal(
+  conditions: readonly Condition[],
+  entries: readonly JournalLine[],
+): string[] {
+  return [
+    'CONDITIONS',
+    table(
+      ['TYPE', 'STATUS', 'REASON', 'SINCE', 'MESSAGE'],
+      conditions.map((c) => [c.type, c.status, c.reason, c.lastTransitionTime, c.message]),
+    ),
+    'JOURNAL',
+    table(
+      ['TIME', 'TYPE', 'OPERATION', 'OUTCOME', 'REASON', 'PLAN', 'APPROVER'],
+      entries.map((e) => [
+        e.time,
+        e.type,
+        e.operation ?? '',
+        e.outcome ?? '',
+        `${e.reason ?? ''}${e.count !== undefined && e.count > 1 ? ` (x${e.count})` : ''}`,
+        e.plan ?? '',
+        e.approver ?? '',
+      ]),
+    ),
+  ];
+}
+
 export function renderStatus(schema: PtahSchema): string {
   const s = schema.status;
   const out: string[] = [];
@@ -39,28 +80,7 @@ export function renderStatus(schema: PtahSchema): string {
   );
   out.push(s?.applied ? `applied:  ${s.applied.planRef.name} at ${s.applied.completedAt}` : 'applied:  none');
   if (s?.claim) out.push(`running:  ${s.claim.type} (Job ${s.claim.jobName}, attempt ${s.claim.attempt})`);
-  out.push('', 'CONDITIONS');
-  out.push(
-    table(
-      ['TYPE', 'STATUS', 'REASON', 'SINCE', 'MESSAGE'],
-      (s?.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.lastTransitionTime, c.message]),
-    ),
-  );
-  out.push('JOURNAL');
-  out.push(
-    table(
-      ['TIME', 'TYPE', 'OPERATION', 'OUTCOME', 'REASON', 'PLAN', 'APPROVER'],
-      (s?.journal?.entries ?? []).map((e) => [
-        e.time,
-        e.type,
-        e.operation ?? '',
-        e.outcome ?? '',
-        `${e.reason ?? ''}${e.count !== undefined && e.count > 1 ? ` (x${e.count})` : ''}`,
-        e.plan ?? '',
-        e.approver ?? '',
-      ]),
-    ),
-  );
+  out.push('', ...conditionsAndJournal(s?.conditions ?? [], s?.journal?.entries ?? []));
   return out.join('\n');
 }
 

@@ -1,5 +1,5 @@
-// `kubectl ptah` (the kubectl plugin `kubectl-ptah`): reads a schema's plan, status and journal with the
-// person's own kubeconfig, and creates an approval. Thin over src/plan-store (the manager's own chunk
+// `kubectl ptah` (the kubectl plugin `kubectl-ptah`): reads a schema's or a migration's plan, status and
+// journal with the person's own kubeconfig, and creates an approval or a run acknowledgment. Thin over src/plan-store (the manager's own chunk
 // checks) and src/api; it never imports the manager and never connects to a database.
 import { VERSION } from '../build-info.ts';
 import { PLUGIN_EXIT, PluginError, type PluginExit } from './kubectl-ptah-errors.ts';
@@ -11,10 +11,13 @@ commands:
   plan <schema> [--applied] [-o sql|json|diff]   print a plan, rebuilt from its chunks and verified
   approve <schema> [--yes]                       show the current plan, then approve exactly it
   status <schema>                                phase, plan, conditions and journal
+  migration status|plan <migration>              a PtahMigration: history, plan sequence, runs, journal
+  migration approve <migration> [--yes]          show the current migration plan, then approve exactly it
+  migration acknowledge <migration> [--yes]      settle the run the migration records as unresolved
   completion bash|zsh                            a completion script for kubectl-ptah
 
 Every command takes -n/--namespace, --kubeconfig and --context; without them the kubeconfig's current
-context and its namespace apply. Only approve writes anything.
+context and its namespace apply. Only approve and acknowledge write anything.
 Exit codes: 0 done, 1 read or verification failed, 2 usage, 3 no such object or plan.`;
 
 type Command = (argv: readonly string[]) => Promise<PluginExit>;
@@ -24,6 +27,7 @@ const COMMANDS: Record<string, Command> = {
   plan: async (argv) => (await import('./kubectl-ptah-plan.ts')).runPlan(argv),
   approve: async (argv) => (await import('./kubectl-ptah-approve.ts')).runApprove(argv),
   status: async (argv) => (await import('./kubectl-ptah-status.ts')).runStatus(argv),
+  migration: async (argv) => (await import('./kubectl-ptah-migration.ts')).runMigration(argv),
   completion: async ([shell]) => {
     const script = COMPLETION_SCRIPTS[shell ?? ''];
     if (script === undefined)
@@ -32,11 +36,11 @@ const COMMANDS: Record<string, Command> = {
     return PLUGIN_EXIT.ok;
   },
   __complete: async (words) => {
-    const { candidates, cobraAnswer, schemaNamesIn } = await import('./kubectl-ptah-completion.ts');
+    const { candidates, cobraAnswer, namesIn } = await import('./kubectl-ptah-completion.ts');
     const { connect } = await import('./kubectl-ptah-context.ts');
-    const list = await candidates(words, async () => {
+    const list = await candidates(words, async (plural) => {
       try {
-        return await schemaNamesIn(connect(namespaceFlags(words)));
+        return await namesIn(connect(namespaceFlags(words)), plural);
       } catch {
         return [];
       }

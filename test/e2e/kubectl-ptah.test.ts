@@ -241,7 +241,7 @@ describe('kubectl and kubectl ptah', { skip }, () => {
   it('kubectl completes kubectl ptah through kubectl_complete-ptah, with schema names from the cluster', async () => {
     const ns = e2e().namespace;
     const commands = await kubectl(approver(), ['__complete', 'ptah', '']);
-    assert.match(commands.stdout, /^plan\napprove\nstatus\ncompletion\n:4\n/);
+    assert.match(commands.stdout, /^plan\napprove\nstatus\nmigration\ncompletion\n:4\n/);
     const names = await kubectl(approver(), ['__complete', 'ptah', 'status', '-n', ns, 'appr']);
     assert.match(names.stdout, /^approved\n:4\n/);
   });

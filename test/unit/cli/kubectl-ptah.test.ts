@@ -118,7 +118,7 @@ describe('kubectl ptah status output', () => {
 describe('kubectl ptah completion', () => {
   const names = async () => ['orders', 'billing'];
   it('completes commands, flags, -o values and schema names', async () => {
-    assert.deepEqual(await candidates([''], names), ['plan', 'approve', 'status', 'completion']);
+    assert.deepEqual(await candidates([''], names), ['plan', 'approve', 'status', 'migration', 'completion']);
     assert.deepEqual(await candidates(['ap'], names), ['approve']);
     assert.deepEqual(await candidates(['plan', ''], names), ['orders', 'billing']);
     assert.deepEqual(await candidates(['plan', 'orders', '-o', ''], names), ['sql', 'json', 'diff']);
@@ -126,6 +126,18 @@ describe('kubectl ptah completion', () => {
     assert.deepEqual(await candidates(['plan', 'orders', ''], names), []);
     assert.deepEqual(await candidates(['plan', '-n', 'shop', 'b'], names), ['billing']);
     assert.deepEqual(await candidates(['completion', ''], names), ['bash', 'zsh']);
+  });
+
+  it('completes migration commands, their flags and migration names', async () => {
+    const of = async (plural: string) => (plural === 'ptahmigrations' ? ['shop-db'] : ['orders']);
+    assert.deepEqual(await candidates(['migration', ''], of), ['status', 'plan', 'approve', 'acknowledge']);
+    assert.deepEqual(await candidates(['migration', 'ack'], of), ['acknowledge']);
+    assert.deepEqual(await candidates(['migration', 'acknowledge', ''], of), ['shop-db']);
+    assert.deepEqual(await candidates(['migration', 'acknowledge', 'shop-db', '--op'], of), ['--operation']);
+    assert.deepEqual(await candidates(['migration', 'acknowledge', '--operation', ''], of), []);
+    assert.deepEqual(await candidates(['migration', 'plan', 'shop-db', '-o', ''], of), ['text', 'json']);
+    assert.deepEqual(await candidates(['migration', 'plan', '-n', 'shop', ''], of), ['shop-db']);
+    assert.deepEqual(await candidates(['migration', 'nosuch', ''], of), []);
   });
 
   it('answers in the format kubectl reads from kubectl_complete-ptah', () => {
