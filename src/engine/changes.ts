@@ -4,6 +4,7 @@
  */
 import type {
   Column,
+  DefinedObject,
   Constraint,
   EnumType,
   Extension,
@@ -116,6 +117,12 @@ export type Change =
       readonly key: readonly string[];
       readonly row: RowValues;
     }
+  | { readonly kind: 'CreateObject'; readonly object: DefinedObject }
+  /** In place (CREATE OR REPLACE): the signature allows it. */
+  | { readonly kind: 'ReplaceObject'; readonly from: DefinedObject; readonly object: DefinedObject }
+  /** `recreated`: the desired object of the same identity is created again later in the plan. */
+  | { readonly kind: 'DropObject'; readonly object: DefinedObject; readonly recreated?: boolean }
+  | { readonly kind: 'CommentObject'; readonly object: DefinedObject; readonly comment?: string }
   /** A difference the engine will not plan: the plan is refused with this reason. */
   | {
       readonly kind: 'Unsupported';
@@ -214,9 +221,18 @@ const TABLE_OF: TableOf = {
   InsertRow: own,
   UpdateRow: own,
   DeleteRow: own,
+  // A trigger, policy or row-level security changes what its table does; a function is no table's.
+  CreateObject: (c) => objectTable(c.object),
+  ReplaceObject: (c) => objectTable(c.object),
+  DropObject: (c) => objectTable(c.object),
+  CommentObject: none,
   // The whole plan is refused for an Unsupported change before any table is checked.
   Unsupported: none,
 };
+
+function objectTable(o: DefinedObject): TableRef | undefined {
+  return o.table === undefined || o.objectType === 'index' ? undefined : { schema: o.schema, name: o.table };
+}
 
 /** The table a change touches, if any: what --protected-table checks. */
 export function changedTable(c: Change): TableRef | undefined {

@@ -3,7 +3,7 @@
  * can act on, whether it is destructive, and the drift category it counts under.
  */
 import type { Change, Classification, ClassifiedChange, DriftCategory } from './changes.ts';
-import type { Column, TypeRef } from './model.ts';
+import type { Column, DefinedObjectType, TypeRef } from './model.ts';
 
 const INT_RANK: Readonly<Record<string, number>> = { smallint: 1, integer: 2, bigint: 3 };
 const FLOAT_RANK: Readonly<Record<string, number>> = { real: 1, 'double precision': 2 };
@@ -237,10 +237,47 @@ export function classify(change: Change): Classification {
       return c('warning', 'updates a declared row');
     case 'DeleteRow':
       return c('destructive', 'deletes a row the declaration no longer lists', true);
+    case 'CreateObject':
+      return c(
+        ['trigger', 'policy', 'row security'].includes(change.object.objectType) ? 'warning' : 'safe',
+        OBJECT_CREATE[change.object.objectType],
+      );
+    case 'ReplaceObject':
+      return c('warning', `replaces ${OBJECT_LABEL[change.object.objectType]} in place`);
+    case 'DropObject':
+      return change.object.objectType === 'materialized view'
+        ? c('warning', 'drops a materialized view and its stored rows (derived: a refresh recomputes them)')
+        : change.object.objectType === 'domain'
+          ? c('destructive', 'drops a domain type', true)
+          : c('warning', `drops ${OBJECT_LABEL[change.object.objectType]}: what relies on it stops working`);
+    case 'CommentObject':
+      return c('safe', 'sets a comment');
     case 'Unsupported':
       return c('error', change.reason);
   }
 }
+
+const OBJECT_LABEL: Readonly<Record<DefinedObjectType, string>> = {
+  function: 'a function',
+  procedure: 'a procedure',
+  trigger: 'a trigger',
+  domain: 'a domain',
+  policy: 'a row-level security policy',
+  'row security': "a table's row-level security",
+  'materialized view': 'a materialized view',
+  index: "a materialized view's index",
+};
+
+const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
+  function: 'creates a function',
+  procedure: 'creates a procedure',
+  trigger: 'creates a trigger: every later write to its table runs it',
+  domain: 'creates a domain type',
+  policy: 'creates a row-level security policy: changes which rows roles see and write',
+  'row security': 'enables row-level security: roles without a policy see no rows',
+  'materialized view': 'creates a materialized view',
+  index: "builds a materialized view's index",
+};
 
 export function classifyAll(changes: readonly Change[]): ClassifiedChange[] {
   return changes.map((ch) => ({ ...ch, classification: classify(ch) }));

@@ -17,6 +17,7 @@ import type {
 } from './model.ts';
 import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, typeKey } from './model.ts';
 import { applyRenames } from './renames.ts';
+import { ObjectPlan, objectPhase } from './diff-objects.ts';
 
 const byName = <T extends { schema?: string; name: string }>(a: T, b: T) =>
   cmp(`${a.schema ?? ''}\u0000${a.name}`, `${b.schema ?? ''}\u0000${b.name}`);
@@ -247,6 +248,7 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
   const toTables = keyed(to.tables);
   // Names only: a view records the relations it reads by name (relname).
   const retypedTables = new Set<string>();
+  const retypedKeys = new Set<string>();
   for (const t of topologicalTables([...toTables.values()])) {
     const k = objectKey(t.schema, t.name);
     const live = fromTables.get(k);
@@ -283,7 +285,10 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
           });
       continue;
     }
-    if (diffTable(live, t, push)) retypedTables.add(t.name);
+    if (diffTable(live, t, push)) {
+      retypedTables.add(t.name);
+      retypedKeys.add(k);
+    }
   }
   const dropped = topologicalTables(
     [...fromTables.values()].filter((t) => !toTables.has(objectKey(t.schema, t.name))),
@@ -304,10 +309,13 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
   const toViews = keyed(to.views);
   const reads = (v: View, name: string) => v.definition.key.includes(`"relname":${JSON.stringify(name)}`);
   const recreate = new Set<string>();
+  // Functions, triggers, domains, ...: a view calling a function that is recreated is rebuilt with it.
+  const objects = new ObjectPlan(from, to, retypedKeys);
   for (const [k, live] of fromViews) {
     const v = toViews.get(k);
     const retypedRead = [...retypedTables].some((name) => reads(live, name));
-    if (!v || live.definition.key !== v.definition.key || retypedRead) recreate.add(k);
+    if (!v || live.definition.key !== v.definition.key || retypedRead || objects.viewNeedsRebuild(live))
+      recreate.add(k);
   }
   for (let grew = true; grew;) {
     grew = false;
@@ -325,6 +333,8 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
       (v) => objectKey(v.schema, v.name),
       (v) => views.filter((o) => o !== v && reads(v, o.name)).map((o) => objectKey(o.schema, o.name)),
     );
+  objects.viewsRebuilt([...recreate].map((k) => fromViews.get(k) as View));
+  for (const c of objects.changes()) push(c);
   for (const v of viewOrder([...recreate].map((k) => fromViews.get(k) as View)).reverse())
     push({ kind: 'DropView', view: v });
   for (const v of viewOrder(
@@ -368,7 +378,8 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
 /** Every schema the model puts an object in or refers to (types, foreign keys, sequence owners). */
 export function schemasUsedBy(m: SchemaModel): Set<string> {
   const used = new Set<string>();
-  for (const x of [...m.enums, ...m.sequences, ...m.tables, ...m.views]) used.add(x.schema);
+  for (const x of [...m.enums, ...m.sequences, ...m.tables, ...m.views, ...(m.objects ?? [])])
+    used.add(x.schema);
   for (const e of m.extensions) if (e.schema !== undefined) used.add(e.schema);
   for (const t of m.tables) {
     for (const c of t.columns) if (c.type.schema !== undefined) used.add(c.type.schema);
@@ -776,6 +787,11 @@ function phase(c: Change): number {
       return 19;
     case 'DropSchema':
       return 20;
+    case 'CreateObject':
+    case 'ReplaceObject':
+    case 'DropObject':
+    case 'CommentObject':
+      return objectPhase(c) ?? 18;
   }
 }
 

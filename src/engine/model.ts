@@ -203,6 +203,49 @@ export interface RowSet {
   readonly rows: readonly RowValues[];
 }
 
+/** The kinds of objects a dialect declares in one statement each and compares whole. */
+export type DefinedObjectType =
+  'function' | 'procedure' | 'trigger' | 'domain' | 'policy' | 'row security' | 'materialized view' | 'index';
+
+/**
+ * When an object is created relative to the tables and views (dropped in the reverse order): `types` with
+ * the enums, before every table (domains); `routines` before the tables, whose defaults may call them;
+ * `after-tables` once the tables exist (a routine over a table's row type); `matviews` before the views;
+ * `after-views` last (triggers, policies, row-level security, a materialized view's indexes).
+ */
+export type ObjectStage = 'types' | 'routines' | 'after-tables' | 'matviews' | 'after-views';
+
+/**
+ * An object a dialect declares in one statement and compares as a whole (PostgreSQL's functions,
+ * procedures, triggers, domains, policies, row-level security, materialized views). The dialect's loader
+ * writes the statements that create, replace and drop it, so the core orders and classifies them without
+ * knowing their grammar. A dialect without such objects never has any (the list is optional).
+ */
+export interface DefinedObject {
+  readonly kind: 'Defined';
+  readonly objectType: DefinedObjectType;
+  readonly schema: string;
+  /** Unique among the objects of its type in its schema: `f(integer, text)`, `orders.audit`. */
+  readonly name: string;
+  /** What other objects name it by, `objectKey(schema, bare name)`; overloaded functions share one. */
+  readonly ref: string;
+  /** The table or view it sits on (same schema): triggers, policies, row-level security, indexes. */
+  readonly table?: string;
+  /** The definition's comparison key. */
+  readonly key: string;
+  readonly create: readonly string[];
+  readonly drop: readonly string[];
+  /** When live and desired have the same `replaceKey`, `replace` changes the live object in place. */
+  readonly replaceKey?: string;
+  readonly replace?: readonly string[];
+  /** The refs it needs (types, functions, tables, views): created after them, dropped before them. */
+  readonly uses: readonly string[];
+  readonly stage: ObjectStage;
+  readonly comment?: string;
+  /** COMMENT ON's target as the dialect spells it (`FUNCTION "s"."f"(integer)`). */
+  readonly commentOn?: string;
+}
+
 /** Something the database holds that the model does not manage: reported, never dropped. */
 export interface Unmanaged {
   readonly kind: 'Unmanaged';
@@ -225,6 +268,8 @@ export interface SchemaModel {
   readonly views: readonly View[];
   readonly rows: readonly RowSet[];
   readonly unmanaged: readonly Unmanaged[];
+  /** Functions, triggers, domains, ... (PostgreSQL); absent in a dialect that has none. */
+  readonly objects?: readonly DefinedObject[];
 }
 
 /** The schema a database always has; the default schema when a role's search_path names no other. */

@@ -2,7 +2,7 @@
  * Scope controls. `--exclude PATTERN` removes matching objects from both models before the diff, so they
  * are neither changed nor reported. `--protected-table NAME` refuses any plan that would change the table.
  */
-import type { SchemaModel } from './model.ts';
+import type { DefinedObject, SchemaModel } from './model.ts';
 import { objectKey } from './model.ts';
 import { parseTableName, tableNameCovers } from '../protocol/table-name.ts';
 
@@ -27,6 +27,13 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
   const outColumn = (schema: string, table: string, column: string) =>
     tests.some((t) => t.test(`${schema}.${table}.${column}`) || t.test(`${table}.${column}`));
   const tables = model.tables.filter((t) => !out(t.schema, t.name));
+  // A function matches by its bare name too (`util.norm`, not only `util.norm(text)`); what sits on an
+  // excluded table goes with it.
+  const objectOut = (o: DefinedObject) =>
+    out(o.schema, o.name) ||
+    out(o.schema, o.name.replace(/\(.*$/, '')) ||
+    (o.table !== undefined && out(o.schema, o.table));
+  const objects = model.objects ?? [];
   const kept = new Set(tables.map((t) => objectKey(t.schema, t.name)));
   return {
     defaultSchema: model.defaultSchema,
@@ -40,12 +47,16 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
       columns: t.columns.filter((c) => !outColumn(t.schema, t.name, c.name)),
     })),
     views: model.views.filter((v) => !out(v.schema, v.name)),
+    ...(model.objects !== undefined ? { objects: objects.filter((o) => !objectOut(o)) } : {}),
     rows: model.rows.filter((r) => kept.has(objectKey(r.schema, r.table))),
     // Excluded objects still exist: recorded as unmanaged, so their schema is never dropped under them.
     unmanaged: [
       ...model.unmanaged.filter((u) => !out(u.schema, u.name)),
       ...[...model.tables, ...model.views, ...model.enums, ...model.sequences]
         .filter((o) => out(o.schema, o.name))
+        .map((o) => ({ kind: 'Unmanaged' as const, objectKind: 'excluded', schema: o.schema, name: o.name })),
+      ...objects
+        .filter(objectOut)
         .map((o) => ({ kind: 'Unmanaged' as const, objectKind: 'excluded', schema: o.schema, name: o.name })),
     ],
   };

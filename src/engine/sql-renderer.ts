@@ -39,6 +39,10 @@ export type SharedKinds =
   | 'InsertRow'
   | 'UpdateRow'
   | 'DeleteRow'
+  | 'CreateObject'
+  | 'ReplaceObject'
+  | 'DropObject'
+  | 'CommentObject'
   | 'Unsupported';
 
 export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds> {
@@ -124,6 +128,21 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
       `UPDATE ${q(c.table.schema, c.table.name)} SET ${c.set.map((s) => `${h.quoteIdent(s)} = ${value(c.row[s])}`).join(', ')} WHERE ${whereKey(c.key, c.row)}`,
     ],
     DeleteRow: (c) => [`DELETE FROM ${q(c.table.schema, c.table.name)} WHERE ${whereKey(c.key, c.row)}`],
+    // A defined object carries its own statements, written by the dialect that loaded it.
+    CreateObject: (c) => [
+      ...c.object.create,
+      ...(c.object.comment !== undefined && c.object.commentOn !== undefined
+        ? [`COMMENT ON ${c.object.commentOn} IS ${h.quoteLiteral(c.object.comment)}`]
+        : []),
+    ],
+    ReplaceObject: (c) => [...(c.object.replace ?? c.object.create)],
+    DropObject: (c) => [...c.object.drop],
+    CommentObject: (c) =>
+      c.object.commentOn === undefined
+        ? []
+        : [
+            `COMMENT ON ${c.object.commentOn} IS ${c.comment === undefined ? 'NULL' : h.quoteLiteral(c.comment)}`,
+          ],
     Unsupported: () => [],
   };
 }

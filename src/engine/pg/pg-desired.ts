@@ -23,6 +23,7 @@ import type {
 } from '../model.ts';
 import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
+import { ObjectDeclarationError, PgObjects } from './pg-objects.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -31,7 +32,6 @@ import {
   exprFromAst,
   isRecord,
   names,
-  renderType,
   typeRefFromAst,
 } from './pg-normalize.ts';
 
@@ -214,8 +214,24 @@ export class DesiredStateBuilder {
   /** Every problem found so far: a run reports them all, not the first. */
   private readonly problems: string[] = [];
 
+  /** Functions, triggers, domains, policies, row-level security. */
+  private readonly objects: PgObjects;
+
   /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
-  constructor(private readonly defaultSchema: string) {}
+  constructor(private readonly defaultSchema: string) {
+    this.objects = new PgObjects(defaultSchema);
+  }
+
+  /** Runs a step of the object loader, giving its problem this statement's position. */
+  private objectStep(s: ParsedStatement, step: () => void): void {
+    try {
+      step();
+    } catch (error) {
+      if (error instanceof ObjectDeclarationError)
+        throw new DesiredStateError(`${this.where(s)}: ${error.message}`);
+      throw error;
+    }
+  }
 
   /** Adds one file. A problem in a statement is recorded and the next statement is read. */
   addSql(sql: string, source: string): void {
@@ -404,6 +420,45 @@ export class DesiredStateBuilder {
       case 'CommentStmt':
         this.comment(s);
         return;
+      case 'CreateFunctionStmt': {
+        const q = qualified(names(n['funcname']), this.defaultSchema);
+        const kind = n['is_procedure'] === true ? 'procedure' : 'function';
+        this.objectStep(s, () => this.objects.addFunction(n, `${kind} ${q.schema}.${q.name}`));
+        return;
+      }
+      case 'CreateTrigStmt': {
+        const t = rel(n['relation'], this.defaultSchema);
+        if (this.isUnmanagedRelation(t))
+          this.declareUnmanaged('trigger', t.schema, `${t.name}.${String(n['trigname'])}`);
+        else
+          this.objectStep(s, () =>
+            this.objects.addTrigger(n, `trigger ${String(n['trigname'])} on ${t.schema}.${t.name}`),
+          );
+        return;
+      }
+      case 'CreatePolicyStmt': {
+        const t = rel(n['table'], this.defaultSchema);
+        if (this.isUnmanagedRelation(t))
+          this.declareUnmanaged('policy', t.schema, `${t.name}.${String(n['policy_name'])}`);
+        else
+          this.objectStep(s, () =>
+            this.objects.addPolicy(n, `policy ${String(n['policy_name'])} on ${t.schema}.${t.name}`),
+          );
+        return;
+      }
+      case 'CreateDomainStmt': {
+        const q = qualified(names(n['domainname']), this.defaultSchema);
+        this.objectStep(s, () => this.objects.addDomain(n, `domain ${q.schema}.${q.name}`));
+        return;
+      }
+      case 'AlterDomainStmt':
+        this.objectStep(s, () => this.objects.alterDomain(n, 'ALTER DOMAIN'));
+        return;
+      case 'AlterFunctionStmt':
+      case 'AlterPolicyStmt':
+        throw new DesiredStateError(
+          `${this.where(s)}: ${statementLabel(s)} is not read in a desired state; write the final shape in the CREATE statement`,
+        );
       case 'InsertStmt':
         this.insert(s);
         return;
@@ -713,12 +768,17 @@ export class DesiredStateBuilder {
         case 'AT_DisableRowSecurity':
         case 'AT_ForceRowSecurity':
         case 'AT_NoForceRowSecurity':
-          this.declareUnmanaged('row-level security', schema, name);
+          this.objects.rowSecurity(schema, name, String(cmd['subtype']));
           break;
         case 'AT_EnableTrig':
         case 'AT_EnableAlwaysTrig':
         case 'AT_EnableReplicaTrig':
         case 'AT_DisableTrig':
+          if (!this.objects.triggerState(schema, name, String(cmd['name'] ?? ''), String(cmd['subtype'])))
+            throw new DesiredStateError(
+              `${what}: trigger ${String(cmd['name'] ?? '')} is not declared before it is enabled or disabled`,
+            );
+          break;
         case 'AT_EnableTrigAll':
         case 'AT_DisableTrigAll':
         case 'AT_EnableTrigUser':
@@ -752,6 +812,13 @@ export class DesiredStateBuilder {
       if (text === undefined) delete target.comment;
       else target.comment = text;
     };
+    const onTable = objtype === 'OBJECT_TRIGGER' || objtype === 'OBJECT_POLICY';
+    if (onTable && this.isUnmanagedRelation(qual(list.slice(0, -1)))) return; // part of an unmanaged table
+    let handled = false;
+    this.objectStep(s, () => {
+      handled = this.objects.comment(objtype, obj, text, `COMMENT ON ${objtype.replace('OBJECT_', '')}`);
+    });
+    if (handled) return;
     if (COMMENT_ON_UNMANAGED.has(objtype)) return; // part of an object that is not managed
     switch (objtype) {
       case 'OBJECT_EXTENSION':
@@ -803,6 +870,10 @@ export class DesiredStateBuilder {
         const parts = isRecord(obj['TypeName']) ? names(obj['TypeName']['names']) : [];
         const q = qual(parts);
         const e = this.enums.get(objectKey(q.schema, q.name));
+        if (!e && this.objects.isDomain(q.schema, q.name)) {
+          this.objectStep(s, () => this.objects.comment('OBJECT_DOMAIN', obj, text, 'COMMENT ON TYPE'));
+          return;
+        }
         if (!e && this.unmanaged.some((u) => u.schema === q.schema && u.name === q.name)) return;
         if (!e)
           throw new DesiredStateError(
@@ -1011,6 +1082,10 @@ export class DesiredStateBuilder {
       views,
       rows,
       unmanaged: this.unmanaged,
+      objects: this.objects.build(
+        new Set([...tableMap.values()].map((t) => objectKey(t.schema, t.name))),
+        new Set([...this.views.values()].map((v) => objectKey(v.schema, v.name))),
+      ),
     };
   }
 }
@@ -1043,8 +1118,6 @@ const DEFINE_KINDS: Readonly<Record<string, string>> = {
 
 /** Statements that only adjust objects that are not managed, or ownership and privileges: accepted. */
 const ACCEPTED_UNMANAGED = new Set([
-  'AlterDomainStmt',
-  'AlterFunctionStmt',
   'AlterTSConfigurationStmt',
   'AlterTSDictionaryStmt',
   'AlterExtensionStmt',
@@ -1056,7 +1129,6 @@ const ACCEPTED_UNMANAGED = new Set([
   'AlterOperatorStmt',
   'AlterOpFamilyStmt',
   'AlterStatsStmt',
-  'AlterPolicyStmt',
   'AlterUserMappingStmt',
 ]);
 
@@ -1110,14 +1182,6 @@ const COMMENT_ON_UNMANAGED = new Set([
   'OBJECT_TABLESPACE',
 ]);
 
-function routineName(n: AstNode, defaultSchema: string): string {
-  const params = ((n['parameters'] as AstNode[] | undefined) ?? [])
-    .map((p) => p['FunctionParameter'] as AstNode)
-    .filter((p) => p['mode'] !== 'FUNC_PARAM_OUT' && p['mode'] !== 'FUNC_PARAM_TABLE')
-    .map((p) => renderType(typeRefFromAst(p['argType'] as AstNode, defaultSchema).type));
-  return `${qualified(names(n['funcname']), defaultSchema).name}(${params.join(', ')})`;
-}
-
 /**
  * What a statement declares when it is of a kind the engine does not manage; `'ignore'` when it is
  * accepted and adds nothing to report; undefined when it is not a declaration of such a kind.
@@ -1135,18 +1199,6 @@ function unmanagedDeclaration(
   if (ownership !== undefined) return { kind: ownership, schema: '', name: 'not managed' };
   if (ACCEPTED_UNMANAGED.has(s.type)) return 'ignore';
   switch (s.type) {
-    case 'CreateFunctionStmt': {
-      const q = qualified(names(n['funcname']), defaultSchema);
-      return {
-        kind: n['is_procedure'] === true ? 'procedure' : 'function',
-        schema: q.schema,
-        name: routineName(n, defaultSchema),
-      };
-    }
-    case 'CreateTrigStmt':
-      return { kind: 'trigger', ...onTable(n['relation'], String(n['trigname'])) };
-    case 'CreateDomainStmt':
-      return { kind: 'domain', ...qualified(names(n['domainname']), defaultSchema) };
     case 'CompositeTypeStmt':
       return { kind: 'type', ...rel(n['typevar'], defaultSchema) };
     case 'CreateRangeStmt':
@@ -1158,8 +1210,6 @@ function unmanagedDeclaration(
       };
     case 'RuleStmt':
       return { kind: 'rule', ...onTable(n['relation'], String(n['rulename'])) };
-    case 'CreatePolicyStmt':
-      return { kind: 'policy', ...onTable(n['table'], String(n['policy_name'])) };
     case 'CreateEventTrigStmt':
       return { kind: 'event trigger', schema: '', name: String(n['trigname']) };
     case 'CreatePublicationStmt':

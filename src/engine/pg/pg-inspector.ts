@@ -9,6 +9,7 @@ import type { RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+import { Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
 
 // left() rather than LIKE 'pg\\_%': the escape in that pattern depends on standard_conforming_strings, and a
 // database that turns it off would have every schema whose name starts with "pg" silently skipped.
@@ -79,9 +80,9 @@ WHERE c.relkind = 'r' AND ${USER_SCHEMA}
 ORDER BY i.indrelid, ci.relname`;
 
 /** Objects the model does not manage, so they are reported and never dropped. */
-const Q_UNMANAGED = `SELECT CASE p.prokind WHEN 'a' THEN 'aggregate' WHEN 'p' THEN 'procedure' ELSE 'function' END AS kind,
+const Q_UNMANAGED = `SELECT 'aggregate' AS kind,
   n.nspname AS schema, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prokind = 'a' AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
 UNION ALL SELECT 'rule', n.nspname, c.relname || '.' || r.rulename FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE r.rulename <> '_RETURN' AND ${USER_SCHEMA}
 UNION ALL SELECT 'operator', n.nspname, o.oprname FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
@@ -95,14 +96,10 @@ UNION ALL SELECT 'event trigger', '', evtname FROM pg_event_trigger
 UNION ALL SELECT 'publication', '', pubname FROM pg_publication
 UNION ALL SELECT 'foreign server', '', srvname FROM pg_foreign_server
   WHERE ${NOT_EXTENSION_MEMBER('pg_foreign_server', 'oid')}
-UNION ALL SELECT 'trigger', n.nspname, c.relname || '.' || tg.tgname FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid
-  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT tg.tgisinternal AND ${USER_SCHEMA}
-UNION ALL SELECT CASE t.typtype WHEN 'd' THEN 'domain' ELSE 'type' END, n.nspname, t.typname FROM pg_type t
+UNION ALL SELECT 'type', n.nspname, t.typname FROM pg_type t
   JOIN pg_namespace n ON n.oid = t.typnamespace
-  WHERE (t.typtype IN ('d', 'r', 'm') OR (t.typtype = 'c' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c')))
+  WHERE (t.typtype IN ('r', 'm') OR (t.typtype = 'c' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c')))
     AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
-UNION ALL SELECT 'policy', n.nspname, c.relname || '.' || po.polname FROM pg_policy po JOIN pg_class c ON c.oid = po.polrelid
-  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE ${USER_SCHEMA}
 ORDER BY 1, 2, 3`;
 
 /**
@@ -117,7 +114,7 @@ FROM (SELECT coalesce(current_schema(), '${DEFAULT_SCHEMA}') AS schema, current_
 const Q_RESTORE_SEARCH_PATH = `SELECT set_config('search_path', $1, true) AS restored`;
 
 /** The catalog queries an inspection runs, whatever the number of tables. */
-export const CATALOG_QUERY_COUNT = 11;
+export const CATALOG_QUERY_COUNT = 12;
 
 const RELKIND_UNMANAGED: Readonly<Record<string, string>> = {
   p: 'partitioned table',
@@ -133,7 +130,18 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
   await ensureParser();
   const narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
   const defaultSchema = str(narrowed['schema']);
-  const [schemas, extensions, enums, sequences, relations, columns, constraints, indexes, unmanaged] = [
+  const [
+    schemas,
+    extensions,
+    enums,
+    sequences,
+    relations,
+    columns,
+    constraints,
+    indexes,
+    unmanaged,
+    objects,
+  ] = [
     (await session.query(Q_SCHEMAS)).rows,
     (await session.query(Q_EXTENSIONS)).rows,
     (await session.query(Q_ENUMS)).rows,
@@ -143,6 +151,7 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
     (await session.query(Q_CONSTRAINTS)).rows,
     (await session.query(Q_INDEXES)).rows,
     (await session.query(Q_UNMANAGED)).rows,
+    (await session.query(Q_OBJECTS)).rows,
   ];
   // The plan's statements run in this same transaction when applying: they see the role's own path. (A
   // failed query aborts the transaction, whose rollback undoes the narrowing, so no finally is needed.)
@@ -157,6 +166,7 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
     constraints,
     indexes,
     unmanaged,
+    objects,
   });
 }
 
@@ -170,6 +180,8 @@ interface CatalogRows {
   constraints: Row[];
   indexes: Row[];
   unmanaged: Row[];
+  /** Functions, triggers, domains, policies, row-level security: as DDL (see Q_OBJECTS). */
+  objects: Row[];
 }
 
 function groupBy(rows: Row[]): Map<string, Row[]> {
@@ -283,7 +295,26 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     }
     comment(`SEQUENCE ${q}`, s['comment']);
   }
-  const script = [...out, ...views, ...comments].join('\n');
+  // Triggers, policies and row-level security of a relation left alone are part of it: unmanaged too.
+  const leftAlone = new Set(unmanaged.map((u) => JSON.stringify([u.schema, u.name])));
+  const objects: string[] = [];
+  for (const o of c.objects) {
+    const kind = str(o['kind']);
+    const tbl = o['tbl'] === null ? undefined : str(o['tbl']);
+    if (tbl !== undefined && leftAlone.has(JSON.stringify([str(o['schema']), tbl]))) {
+      const name = kind === 'row security' ? tbl : `${tbl}.${str(o['name'])}`;
+      unmanaged.push({
+        kind: 'Unmanaged',
+        objectKind: UNMANAGED_LABEL[kind] ?? kind,
+        schema: str(o['schema']),
+        name,
+      });
+      continue;
+    }
+    objects.push(str(o['def']));
+    if (o['comment_sql'] !== null) comments.push(str(o['comment_sql']));
+  }
+  const script = [...out, ...views, ...objects, ...comments].join('\n');
   for (const stmt of parseStatements(script, 'catalog')) {
     try {
       b.addStatement(stmt);

@@ -34,9 +34,6 @@ const GAPS: Readonly<Record<string, Partial<Record<Point, string>>>> = {
     b: 'partitioned tables, functions and triggers are not managed',
     c: 'follows from (b)',
   },
-  openstreetmap: {
-    c: 'its functions are not managed, so the database built from empty lacks them',
-  },
 };
 
 /** Roles a schema grants to: cluster objects, created before it is loaded. */

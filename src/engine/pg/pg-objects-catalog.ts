@@ -1,0 +1,74 @@
+/**
+ * The catalog side of PostgreSQL's defined objects: one query returns each function, procedure, trigger,
+ * domain, policy and table row-level security setting as the DDL that declares it (PostgreSQL's own
+ * deparsers where it has them), and the COMMENT ON for it. The inspector feeds that DDL to the same loader
+ * as the desired files.
+ */
+const USER_SCHEMA = `n.nspname NOT IN ('pg_catalog', 'information_schema') AND left(n.nspname, 3) <> 'pg_'`;
+const NOT_EXTENSION_MEMBER = (cls: string, oid: string) =>
+  `NOT EXISTS (SELECT 1 FROM pg_depend dx WHERE dx.classid = '${cls}'::regclass AND dx.objid = ${oid} AND dx.deptype = 'e')`;
+const comment = (target: string, oid: string, catalog: string) =>
+  `CASE WHEN obj_description(${oid}, '${catalog}') IS NOT NULL THEN 'COMMENT ON ' || ${target} || ' IS ' || quote_literal(obj_description(${oid}, '${catalog}')) || ';' END`;
+
+/**
+ * Columns: kind, schema, tbl (the table a trigger, policy or row-level security belongs to, else NULL),
+ * name, def (statements, each ending in `;`), comment_sql. Triggers cloned onto partitions from their
+ * parent's (tgparentid) are the parent's, as pg_dump has them.
+ */
+export const Q_OBJECTS = `SELECT CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END AS kind, n.nspname AS schema,
+  NULL::name AS tbl, p.proname::text AS name, pg_get_functiondef(p.oid) || ';' AS def,
+  ${comment(`CASE p.prokind WHEN 'p' THEN 'PROCEDURE ' ELSE 'FUNCTION ' END || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')} AS comment_sql
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.prokind IN ('f', 'p', 'w') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+UNION ALL
+SELECT 'trigger', n.nspname, c.relname, tg.tgname::text,
+  pg_get_triggerdef(tg.oid) || ';' || CASE tg.tgenabled
+    WHEN 'D' THEN format(' ALTER TABLE %I.%I DISABLE TRIGGER %I;', n.nspname, c.relname, tg.tgname)
+    WHEN 'A' THEN format(' ALTER TABLE %I.%I ENABLE ALWAYS TRIGGER %I;', n.nspname, c.relname, tg.tgname)
+    WHEN 'R' THEN format(' ALTER TABLE %I.%I ENABLE REPLICA TRIGGER %I;', n.nspname, c.relname, tg.tgname)
+    ELSE '' END,
+  ${comment(`format('TRIGGER %I ON %I.%I', tg.tgname, n.nspname, c.relname)`, 'tg.oid', 'pg_trigger')}
+FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND ${USER_SCHEMA}
+UNION ALL
+SELECT 'domain', n.nspname, NULL, t.typname::text,
+  format('CREATE DOMAIN %I.%I AS %s', n.nspname, t.typname, format_type(t.typbasetype, t.typtypmod))
+  || CASE WHEN t.typcollation <> bt.typcollation THEN ' COLLATE ' || quote_ident(cn.nspname) || '.' || quote_ident(co.collname) ELSE '' END
+  || CASE WHEN t.typdefault IS NOT NULL THEN ' DEFAULT ' || t.typdefault ELSE '' END
+  || CASE WHEN t.typnotnull THEN ' NOT NULL' ELSE '' END
+  || coalesce((SELECT string_agg(format(' CONSTRAINT %I %s', k.conname, pg_get_constraintdef(k.oid)), '' ORDER BY k.conname)
+       FROM pg_constraint k WHERE k.contypid = t.oid AND k.contype = 'c' AND k.convalidated), '')
+  || ';'
+  || coalesce((SELECT string_agg(format(' ALTER DOMAIN %I.%I ADD CONSTRAINT %I %s;', n.nspname, t.typname, k.conname, pg_get_constraintdef(k.oid)), '' ORDER BY k.conname)
+       FROM pg_constraint k WHERE k.contypid = t.oid AND k.contype = 'c' AND NOT k.convalidated), ''),
+  ${comment(`format('DOMAIN %I.%I', n.nspname, t.typname)`, 't.oid', 'pg_type')}
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_type bt ON bt.oid = t.typbasetype
+LEFT JOIN pg_collation co ON co.oid = t.typcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+WHERE t.typtype = 'd' AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
+UNION ALL
+SELECT 'policy', n.nspname, c.relname, po.polname::text,
+  format('CREATE POLICY %I ON %I.%I AS %s FOR %s TO %s', po.polname, n.nspname, c.relname,
+    CASE WHEN po.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+    CASE po.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+    CASE WHEN po.polroles = '{0}'::oid[] THEN 'PUBLIC'
+      ELSE (SELECT string_agg(quote_ident(r.rolname), ', ' ORDER BY r.rolname) FROM pg_roles r WHERE r.oid = ANY (po.polroles)) END)
+  || coalesce(' USING (' || pg_get_expr(po.polqual, po.polrelid) || ')', '')
+  || coalesce(' WITH CHECK (' || pg_get_expr(po.polwithcheck, po.polrelid) || ')', '') || ';',
+  ${comment(`format('POLICY %I ON %I.%I', po.polname, n.nspname, c.relname)`, 'po.oid', 'pg_policy')}
+FROM pg_policy po JOIN pg_class c ON c.oid = po.polrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE ${USER_SCHEMA}
+UNION ALL
+SELECT 'row security', n.nspname, c.relname, c.relname::text,
+  CASE WHEN c.relrowsecurity THEN format('ALTER TABLE %I.%I ENABLE ROW LEVEL SECURITY;', n.nspname, c.relname) ELSE '' END
+  || CASE WHEN c.relforcerowsecurity THEN format('ALTER TABLE %I.%I FORCE ROW LEVEL SECURITY;', n.nspname, c.relname) ELSE '' END,
+  NULL
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE (c.relrowsecurity OR c.relforcerowsecurity) AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+ORDER BY 1, 2, 3, 4`;
+
+/** What an object on a relation the engine leaves alone is listed as (it is then unmanaged too). */
+export const UNMANAGED_LABEL: Readonly<Record<string, string>> = {
+  trigger: 'trigger',
+  policy: 'policy',
+  'row security': 'row-level security',
+};
