@@ -6,6 +6,12 @@ export interface ImageEntry {
   readonly workingDir?: string;
   /** Like an image's ENV: defaults the container's own env overrides. */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The image's own files: container path -> host path, bound read-only into the container before its
+   * volumes (which may mount over them), so a program finds what the image would hold where the image
+   * would hold it, e.g. `/app/dist`.
+   */
+  readonly files?: Readonly<Record<string, string>>;
 }
 
 export interface ImageMap {
@@ -21,6 +27,13 @@ export function readImageMap(file: string): ImageMap {
   for (const [ref, entry] of Object.entries(parsed.images)) {
     if (!Array.isArray(entry.entrypoint) || entry.entrypoint.some((part) => typeof part !== 'string')) {
       throw new Error(`image map ${file}: images["${ref}"].entrypoint must be an array of strings`);
+    }
+    for (const [at, from] of Object.entries(entry.files ?? {})) {
+      if (!at.startsWith('/') || typeof from !== 'string' || !from.startsWith('/')) {
+        throw new Error(
+          `image map ${file}: images["${ref}"].files: "${at}" and its source must be absolute paths`,
+        );
+      }
     }
   }
   return parsed as ImageMap;

@@ -34,6 +34,8 @@ export interface HostView {
   resolve(path: string): string;
 }
 
+const NODE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
 export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
@@ -65,7 +67,14 @@ export function planContainerScript(requested: ContainerLaunch, host: HostView):
     mounts: requested.mounts.map((m) => ({ ...m, target: host.resolve(posix.normalize(m.target)) })),
     workingDir: host.resolve(posix.normalize(requested.workingDir)),
   };
-  const lines = ['set -e', `mount -t tmpfs -o mode=0700 ptah-scratch ${shellQuote(launch.scratchDir)}`];
+  const lines = [
+    'set -e',
+    // The node's own tools (mount, chroot, setpriv) are found on the node's PATH, not on the image's,
+    // which is the container's PATH again for the program.
+    'ptah_container_path="$PATH"',
+    `PATH=${NODE_PATH}`,
+    `mount -t tmpfs -o mode=0700 ptah-scratch ${shellQuote(launch.scratchDir)}`,
+  ];
   // Sources are pinned on the tmpfs first: a later overlay could otherwise hide the host path
   // they live under, and a bind through the overlay would write to its private upper layer.
   const staged = launch.mounts.map((m, i) => {
@@ -164,23 +173,27 @@ export function planContainerScript(requested: ContainerLaunch, host: HostView):
   }
   makePath(posix.normalize(launch.workingDir), 'dir');
 
-  const program = launch.user
+  const quoted = launch.user
     ? [
-        'setpriv',
-        `--reuid=${launch.user.uid}`,
-        `--regid=${launch.user.gid}`,
-        launch.user.groups.length > 0 ? `--groups=${launch.user.groups.join(',')}` : '--clear-groups',
-        '--',
-        ...launch.argv,
-      ]
-    : [...launch.argv];
-  const quoted = program.map(shellQuote).join(' ');
+        '"$ptah_setpriv"',
+        ...[
+          `--reuid=${launch.user.uid}`,
+          `--regid=${launch.user.gid}`,
+          launch.user.groups.length > 0 ? `--groups=${launch.user.groups.join(',')}` : '--clear-groups',
+          '--',
+          ...launch.argv,
+        ].map(shellQuote),
+      ].join(' ')
+    : launch.argv.map(shellQuote).join(' ');
+  if (launch.user) lines.push('ptah_setpriv="$(command -v setpriv)"');
   if (root) {
     lines.push(
-      `exec chroot ${shellQuote(root)} /bin/sh -c 'cd "$1"; shift; exec "$@"' sh ${shellQuote(launch.workingDir)} ${quoted}`,
+      'ptah_chroot="$(command -v chroot)"',
+      'PATH="$ptah_container_path"',
+      `exec "$ptah_chroot" ${shellQuote(root)} /bin/sh -c 'cd "$1"; shift; exec "$@"' sh ${shellQuote(launch.workingDir)} ${quoted}`,
     );
   } else {
-    lines.push(`cd ${shellQuote(launch.workingDir)}`, `exec ${quoted}`);
+    lines.push(`cd ${shellQuote(launch.workingDir)}`, 'PATH="$ptah_container_path"', `exec ${quoted}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -63,7 +63,7 @@ test('a mount path under a missing top-level directory builds a mirror root and 
   assert.match(script, /mount -o remount,bind,ro '\/work\/s\/root\/workspace\/conf'/);
   assert.match(
     script,
-    /exec chroot '\/work\/s\/root' .* '\/workspace' 'setpriv' '--reuid=1000' '--regid=1001' '--clear-groups' '--' 'id'/,
+    /exec "\$ptah_chroot" '\/work\/s\/root' .* '\/workspace' "\$ptah_setpriv" '--reuid=1000' '--regid=1001' '--clear-groups' '--' 'id'/,
   );
   assert.doesNotMatch(script, /overlay/);
 });

@@ -439,7 +439,16 @@ export class PodWorker {
       uid !== undefined || gid !== undefined || groups.length > 0
         ? { uid: uid ?? 0, gid: gid ?? 0, groups }
         : undefined;
-    const mounts: BindMount[] = (spec.volumeMounts ?? []).map((m) => {
+    const imageFiles: BindMount[] = Object.entries(entry.files ?? {}).map(([target, source]) => {
+      if (!existsSync(source)) throw new ImageNotMappedError(`image "${spec.image}": ${source} is missing`);
+      return {
+        source,
+        target,
+        readOnly: true,
+        kind: statSync(source).isDirectory() ? ('dir' as const) : ('file' as const),
+      };
+    });
+    const volumeMounts: BindMount[] = (spec.volumeMounts ?? []).map((m) => {
       const volume = this.volumePaths.get(m.name);
       if (volume === undefined)
         throw new ContainerConfigError(`volume "${m.name}" is not declared by the pod`);
@@ -456,7 +465,7 @@ export class PodWorker {
       argv: resolveArgv(entry, spec.command, spec.args, env),
       env,
       user,
-      mounts,
+      mounts: [...imageFiles, ...volumeMounts],
       workingDir: spec.workingDir ?? entry.workingDir ?? '/',
     };
   }
