@@ -365,6 +365,9 @@ export async function startControlPlane(options: StartControlPlaneOptions = {}):
         '--kubelet-preferred-address-types=InternalIP',
         // A loopback advertise address is not a valid endpoint for the kubernetes Service.
         '--endpoint-reconciler-type=none',
+        // Webhooks (and aggregated APIs) behind a Service are dialled at one of its ready endpoints, as
+        // nothing here routes cluster IPs (no kube-proxy); the node agent gives every Pod its own IP.
+        '--enable-aggregator-routing=true',
         '--profiling=false',
         '--allow-privileged=true',
       ],

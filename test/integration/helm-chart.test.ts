@@ -78,6 +78,9 @@ const yamlObjects = (file: string): Obj[] =>
     .map((d) => d.toJSON() as Obj | null)
     .filter((o): o is Obj => o !== null);
 
+/** A value as the kubelet passes it to a Pod whose IP is `podIP`. */
+const withPodIP = (value: string, podIP: string): string => value.replaceAll('$(PTAH_POD_IP)', podIP);
+
 function one(objects: Obj[], kind: string, name: string): Obj {
   const found = objects.find((o) => o.kind === kind && o.metadata?.name === name);
   assert.ok(found, `${kind} ${name} is rendered`);
@@ -225,8 +228,10 @@ describe('helm template', () => {
     const container = deployment.spec!.template.spec!.containers[0]!;
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
     assert.equal(service.spec!.ports![0]!.targetPort, 'webhook');
-    const bind = parseBindAddress(env['PTAH_WEBHOOK_BIND_ADDRESS']!, 'webhook');
-    assert.equal(bind.host, '', 'the webhooks listen on every address of the Pod');
+    // Each replica listens on its own Pod IP, where the Service's endpoints lead, in either IP family.
+    const bind = parseBindAddress(withPodIP(env['PTAH_WEBHOOK_BIND_ADDRESS']!, '10.1.2.3'), 'webhook');
+    assert.equal(bind.host, '10.1.2.3', 'the webhooks listen on the Pod IP');
+    assert.equal(parseBindAddress(withPodIP(env['PTAH_WEBHOOK_BIND_ADDRESS']!, 'fd00::7')).host, 'fd00::7');
     assert.equal(container.ports!.find((p) => p.name === 'webhook')!.containerPort, bind.port);
     // The manager's own gate accepts approvals only while the webhooks are registered as the chart does it.
     const registered = {
@@ -270,9 +275,15 @@ describe('helm template', () => {
     assert.equal(env['PTAH_RUNNER_IMAGE']?.value, `ptah/ptah-runner@${DIGEST}`);
     assert.equal(env['PTAH_COORDINATION_NAMESPACE']?.value, NS);
     assert.deepEqual(env['PTAH_MANAGER_IDENTITY']?.valueFrom, { fieldRef: { fieldPath: 'metadata.name' } });
-    // Every variable the Deployment sets is one src/controller/main.ts reads.
+    // Every variable the Deployment sets is one src/controller/main.ts reads, or one the kubelet expands
+    // into another's value ($(PTAH_POD_IP) in the bind addresses).
     const main = readFileSync(join(ROOT, 'src/controller/main.ts'), 'utf8');
-    for (const name of Object.keys(env)) assert.match(main, new RegExp(`env\\['${name}'\\]`), name);
+    const values = Object.values(env).map((e) => e.value ?? '');
+    for (const name of Object.keys(env)) {
+      if (values.some((v) => v.includes(`$(${name})`))) continue;
+      assert.match(main, new RegExp(`env\\['${name}'\\]`), name);
+    }
+    assert.deepEqual(env['PTAH_POD_IP']?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } });
     assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
     assert.equal(pod.securityContext?.runAsNonRoot, true);
 
@@ -291,8 +302,13 @@ describe('helm template', () => {
     const bind = container.env!.find((e) => e.name === 'PTAH_METRICS_BIND_ADDRESS')!.value!;
     assert.equal(
       container.ports!.find((p) => p.name === 'metrics')!.containerPort,
-      parseBindAddress(bind).port,
+      parseBindAddress(withPodIP(bind, '10.1.2.3')).port,
     );
+    const byDefault = one(render(), 'Deployment', 'ptah-operator') as unknown as k8s.V1Deployment;
+    const metricsBind = byDefault.spec!.template.spec!.containers[0]!.env!.find(
+      (e) => e.name === 'PTAH_METRICS_BIND_ADDRESS',
+    )!.value!;
+    assert.deepEqual(parseBindAddress(withPodIP(metricsBind, '10.1.2.3')), { host: '10.1.2.3', port: 8080 });
     const service = one(objects, 'Service', 'ptah-operator-metrics') as unknown as k8s.V1Service;
     const monitor = one(objects, 'ServiceMonitor', 'ptah-operator');
     const spec = monitor['spec'] as {
