@@ -359,7 +359,9 @@ test('every Pod has an IP of its own: two listen on one port, a Service gets bot
       `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Decho`,
     );
     const endpoints = list.items.flatMap((s) => s.endpoints ?? []);
-    return endpoints.length === 3 ? endpoints : undefined;
+    // The controller follows the Pods' Ready conditions a moment later.
+    const readyOnes = endpoints.filter((ep) => ep.conditions?.ready === true).length;
+    return endpoints.length === 3 && readyOnes === 2 ? endpoints : undefined;
   });
   const readyByIP = new Map(slice.map((e) => [e.addresses[0], e.conditions?.ready]));
   assert.equal(readyByIP.get(a.status?.podIP ?? ''), true);
