@@ -18,6 +18,8 @@ import {
 import { DesiredStateError } from '../pg/pg-desired.ts';
 import {
   BINARY_COLLATION,
+  type ColumnsOf,
+  columnsOfTables,
   exprText,
   normaliseTable,
   normaliseView,
@@ -565,9 +567,10 @@ export function resolveWith(desired: DesiredModel, f: ServerFacts): SchemaModel 
   const tables: Table[] = pending
     ? pending.tables.map((t) => normaliseTable(t, f))
     : desired.tables.map((t) => rename(t, f.database));
+  const readable = columnsOfTables(tables);
   const views: View[] = pending
-    ? pending.views.map((v) => normaliseView(v, f))
-    : desired.views.map((v) => renameView(v, f));
+    ? pending.views.map((v) => normaliseView(v, f, readable))
+    : desired.views.map((v) => renameView(v, f, readable));
   return {
     ...emptyModel(f.database),
     tables,
@@ -578,7 +581,7 @@ export function resolveWith(desired: DesiredModel, f: ServerFacts): SchemaModel 
 }
 
 /** A view inspected in a scratch database names it in its text: the qualifier goes, the key is rebuilt. */
-function renameView(v: View, f: ServerFacts): View {
+function renameView(v: View, f: ServerFacts, readable: ColumnsOf): View {
   const from = v.schema;
   const select = v.definition.text.split(`${quoteIdent(from)}.`).join('');
   return normaliseView(
@@ -590,6 +593,7 @@ function renameView(v: View, f: ServerFacts): View {
       ...(v.options?.['check_option'] !== undefined ? { checkOption: v.options['check_option'] } : {}),
     },
     f,
+    readable,
   );
 }
 

@@ -7,6 +7,7 @@ import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
 import {
+  columnsOfTables,
   normaliseTable,
   normaliseView,
   quoteIdent,
@@ -149,6 +150,7 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
     };
     out.push(normaliseTable(raw, f));
   }
+  const readable = columnsOfTables(out);
   const unmanaged: Unmanaged[] = others.map((r) => ({
     kind: 'Unmanaged',
     objectKind: s(r['kind']),
@@ -172,6 +174,7 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
           checkOption: s(v['chk']),
         },
         f,
+        readable,
       ),
     ),
     rows: [],

@@ -6,6 +6,15 @@
  */
 import nodeSqlParser from 'node-sql-parser';
 import type { Column, Constraint, Expr, FkAction, Index, IndexKey, Table, TypeRef, View } from '../model.ts';
+import { respellViewSelect } from './mysql-spelling.ts';
+import { type ColumnsOf, serverSpelling } from './mysql-view-select.ts';
+
+export type { ColumnsOf };
+
+/** The columns of each table, for spelling views that read them as the server does. */
+export function columnsOfTables(tables: readonly Table[]): ColumnsOf {
+  return new Map(tables.map((t) => [t.name.toLowerCase(), t.columns.map((c) => c.name)]));
+}
 
 const parser = new nodeSqlParser.Parser();
 const PARSE_OPTIONS = { database: 'MariaDB' } as const;
@@ -232,6 +241,15 @@ const FUNCTION_SYNONYMS: Readonly<Record<string, string>> = {
   current_date: 'current_date',
   curtime: 'current_time',
   current_time: 'current_time',
+  // MariaDB stores LENGTH as OCTET_LENGTH, UCASE/LCASE as written; MySQL keeps LENGTH.
+  length: 'octet_length',
+  octet_length: 'octet_length',
+  upper: 'ucase',
+  ucase: 'ucase',
+  lower: 'lcase',
+  lcase: 'lcase',
+  substring: 'substr',
+  substr: 'substr',
 };
 
 interface CanonOptions {
@@ -262,7 +280,13 @@ function canon(node: unknown, o: CanonOptions, fromTables: readonly string[]): u
   const out: Record<string, unknown> = {};
   const type = n['type'];
   for (const [k, v] of Object.entries(n)) {
-    if (v === null || v === undefined || k === 'parentheses' || k === 'loc' || k === 'collate') continue;
+    // tableList and columnList: the grammar's notes on what a subquery reads, in its own spelling.
+    if (
+      v === null ||
+      v === undefined ||
+      ['parentheses', 'loc', 'collate', 'tableList', 'columnList'].includes(k)
+    )
+      continue;
     if (k === 'db' && typeof v === 'string' && o.schema !== undefined && v === o.schema) continue;
     if (Array.isArray(v) && v.length === 0 && k !== 'value') continue;
     out[k] = canon(v, o, fromTables);
@@ -290,6 +314,9 @@ function canon(node: unknown, o: CanonOptions, fromTables: readonly string[]): u
     delete out['over'];
   }
   if (type === 'number' && typeof n['value'] === 'number') out['value'] = String(n['value']);
+  // ASC is the default direction; SEPARATOR and other keywords in any case.
+  if (out['type'] === 'ASC' && out['expr'] !== undefined) delete out['type'];
+  if (typeof out['keyword'] === 'string') out['keyword'] = out['keyword'].toLowerCase();
   return out;
 }
 
@@ -340,7 +367,10 @@ export function exprText(ast: unknown): string {
 /** Names after FROM and JOIN: what a view reads, when the grammar cannot say. */
 function readsByText(select: string): { relname: string }[] {
   const names = new Set<string>();
-  for (const m of select.matchAll(/\b(?:from|join)\s*\(*\s*(`(?:[^`]|``)+`|[A-Za-z_$][\w$]*)/gi)) {
+  // A database qualifier before the name is skipped.
+  const ident = '(?:`(?:[^`]|``)+`|[A-Za-z_$][\\w$]*)';
+  const after = new RegExp(`\\b(?:from|join)\\s*\\(*\\s*(?:${ident}\\s*\\.\\s*)?(${ident})`, 'gi');
+  for (const m of select.matchAll(after)) {
     const raw = m[1] ?? '';
     names.add(raw.startsWith('`') ? raw.slice(1, -1).replace(/``/g, '`') : raw);
   }
@@ -352,13 +382,20 @@ function readsByText(select: string): { relname: string }[] {
  * `col AS col` reduced to `col`. The key also lists every table read as `"relname":"t"`, the convention
  * the diff uses to recreate views whose tables change.
  */
-export function viewKey(select: string, schema: string, options: Readonly<Record<string, string>>): string {
+export function viewKey(
+  select: string,
+  schema: string,
+  options: Readonly<Record<string, string>>,
+  columnsOf: ColumnsOf = new Map(),
+): string {
   let ast: unknown;
   try {
-    ast = parser.astify(select, PARSE_OPTIONS);
+    ast = parser.astify(respellViewSelect(select), PARSE_OPTIONS);
   } catch {
     return JSON.stringify({ reads: readsByText(select), options, text: textKey(select) });
   }
+  // Both sides are spelled as the server stores a view: qualified, `*` expanded, joins in one form.
+  serverSpelling(ast, columnsOf);
   const reads = new Set<string>(readsByText(select).map((r) => r.relname));
   const collect = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(collect);
@@ -657,7 +694,8 @@ function normaliseIndex(i: RawIndex, f: ServerFacts): Index {
   };
 }
 
-export function normaliseView(raw: RawView, f: ServerFacts): View {
+/** `columnsOf`: the columns of the tables the view may read, for spelling it as the server does. */
+export function normaliseView(raw: RawView, f: ServerFacts, columnsOf: ColumnsOf = new Map()): View {
   const options: Record<string, string> = {
     algorithm: (raw.algorithm ?? 'undefined').toLowerCase(),
     security: (raw.security ?? 'definer').toLowerCase(),
@@ -671,7 +709,7 @@ export function normaliseView(raw: RawView, f: ServerFacts): View {
     kind: 'View',
     schema: f.database,
     name: raw.name,
-    definition: { text: select, key: viewKey(select, f.database, options) },
+    definition: { text: select, key: viewKey(select, f.database, options, columnsOf) },
     options,
   };
 }

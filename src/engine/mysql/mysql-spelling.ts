@@ -14,7 +14,7 @@ interface Token {
   text: string;
 }
 
-function tokenize(sql: string): Token[] {
+export function tokenize(sql: string): Token[] {
   const out: Token[] = [];
   const re =
     /(\s+)|(--[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|(`(?:[^`]|``)*`)|('(?:[^'\\]|\\[\s\S]|'')*'|"(?:[^"\\]|\\[\s\S]|"")*")|([A-Za-z0-9_$\u0080-\uffff]+)|([\s\S])/gy;
@@ -266,5 +266,58 @@ export function respellCreateIndex(sql: string, columns: ReadonlySet<string>): s
   const open = s.findIndex((x, k) => k > on && x.t.text === '(');
   if (open >= 0) quoteKeyParts(s, open, columns);
   respellIndexOptions(s, Math.max(open, 0));
+  return tokens.map((t) => t.text).join('');
+}
+
+/**
+ * A view's SELECT with the parentheses the server puts around a leading join group taken away: MariaDB
+ * stores `from ((a join b on(…)) left join c on(…))`, which the grammar cannot read, and a join group that
+ * starts a FROM clause means the same without them (joins associate to the left). A group after a JOIN,
+ * or holding a comma, keeps its parentheses. A string's character set introducer goes, as the server
+ * drops it.
+ */
+export function respellViewSelect(select: string): string {
+  const tokens = tokenize(select);
+  const s = sig(tokens);
+  const matching = (k: number): number => {
+    let depth = 0;
+    for (let j = k; j < s.length; j++) {
+      if (s[j]?.t.text === '(') depth++;
+      else if (s[j]?.t.text === ')' && --depth === 0) return j;
+    }
+    return -1;
+  };
+  const hasTopLevelComma = (open: number, close: number): boolean => {
+    let depth = 0;
+    for (let j = open + 1; j < close; j++) {
+      const t = s[j]?.t.text;
+      if (t === '(') depth++;
+      else if (t === ')') depth--;
+      else if (t === ',' && depth === 0) return true;
+    }
+    return false;
+  };
+  // `_utf8' '`: the server keeps the string and drops its character set introducer.
+  for (let k = 0; k + 1 < s.length; k++) {
+    const t = s[k]?.t as Token;
+    if (
+      t.kind === 'word' &&
+      /^_[a-z0-9]+$/i.test(t.text) &&
+      s[k + 1]?.t.kind === 'string' &&
+      s[k + 1]?.i === (s[k]?.i ?? 0) + 1
+    )
+      t.text = '';
+  }
+  for (let k = 0; k < s.length; k++) {
+    if (upper(s[k]?.t) !== 'FROM') continue;
+    let at = k + 1;
+    while (s[at]?.t.text === '(' && !['SELECT', 'WITH'].includes(upper(s[at + 1]?.t) ?? '')) {
+      const close = matching(at);
+      if (close < 0 || hasTopLevelComma(at, close)) break;
+      (s[at]?.t as Token).text = ' ';
+      (s[close]?.t as Token).text = ' ';
+      at++;
+    }
+  }
   return tokens.map((t) => t.text).join('');
 }

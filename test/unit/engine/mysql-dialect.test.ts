@@ -13,6 +13,7 @@ import {
   expressionKey,
   normaliseType,
   type ServerFacts,
+  viewKey,
 } from '../../../src/engine/mysql/mysql-normalize.ts';
 import { renderMysql } from '../../../src/engine/mysql/mysql-renderer.ts';
 import { diffModels } from '../../../src/engine/diff.ts';
@@ -336,6 +337,65 @@ describe('MySQL renderer', () => {
         'CREATE TABLE t (id int PRIMARY KEY); CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW v AS SELECT id FROM t WITH LOCAL CHECK OPTION;',
       ),
       ['CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW `v` AS SELECT id FROM t WITH LOCAL CHECK OPTION'],
+    );
+  });
+});
+
+describe('MySQL view spelling', () => {
+  const columns = new Map([
+    ['a', ['id', 'name']],
+    ['b', ['id', 'a_id', 'x']],
+    ['c', ['id', 'b_id', 'note']],
+  ]);
+  const key = (select: string) => viewKey(select, 'app', {}, columns);
+  const same = (written: string, stored: string) => assert.equal(key(written), key(stored), written);
+
+  it("meets MariaDB 10.11's stored text of a hand-written view (captured from information_schema.VIEWS)", () => {
+    same(
+      'SELECT a.id, b.x FROM a JOIN b ON a.id = b.a_id',
+      'select `app`.`a`.`id` AS `id`,`app`.`b`.`x` AS `x` from (`app`.`a` join `app`.`b` on(`app`.`a`.`id` = `app`.`b`.`a_id`))',
+    );
+    same(
+      'SELECT a.id, name, x AS xx FROM a LEFT OUTER JOIN b ON a.id = a_id WHERE x > 1',
+      'select `app`.`a`.`id` AS `id`,`app`.`a`.`name` AS `name`,`app`.`b`.`x` AS `xx` from (`app`.`a` left join `app`.`b` on(`app`.`a`.`id` = `app`.`b`.`a_id`)) where `app`.`b`.`x` > 1',
+    );
+    same('SELECT * FROM a', 'select `app`.`a`.`id` AS `id`,`app`.`a`.`name` AS `name` from `app`.`a`');
+    same(
+      'SELECT a.name, count(*) AS n FROM a INNER JOIN b USING (id) GROUP BY a.name',
+      'select `app`.`a`.`name` AS `name`,count(0) AS `n` from (`app`.`a` join `app`.`b` on(`app`.`a`.`id` = `app`.`b`.`id`)) group by `app`.`a`.`name`',
+    );
+    same(
+      'SELECT p.id FROM a p, b q WHERE p.id = q.a_id',
+      'select `p`.`id` AS `id` from `app`.`a` `p` join `app`.`b` `q` where `p`.`id` = `q`.`a_id`',
+    );
+    same(
+      'SELECT a.name, b.x, note FROM a JOIN b ON b.a_id = a.id LEFT JOIN c ON c.b_id = b.id ORDER BY x DESC',
+      'select `app`.`a`.`name` AS `name`,`app`.`b`.`x` AS `x`,`app`.`c`.`note` AS `note` from ((`app`.`a` join `app`.`b` on(`app`.`b`.`a_id` = `app`.`a`.`id`)) left join `app`.`c` on(`app`.`c`.`b_id` = `app`.`b`.`id`)) order by `app`.`b`.`x` desc',
+    );
+    same(
+      "SELECT concat(name, _utf8' ', length(name)) AS label FROM a ORDER BY label",
+      "select concat(`app`.`a`.`name`,' ',octet_length(`app`.`a`.`name`)) AS `label` from `app`.`a` order by concat(`app`.`a`.`name`,' ',octet_length(`app`.`a`.`name`))",
+    );
+  });
+
+  it("meets MySQL 8.4's spelling (ON wrapped twice, comparisons in parentheses)", () => {
+    same(
+      'SELECT a.id, b.x FROM a JOIN b ON a.id = b.a_id WHERE b.x > 1',
+      'select `a`.`id` AS `id`,`b`.`x` AS `x` from (`app`.`a` join `app`.`b` on((`a`.`id` = `b`.`a_id`))) where (`b`.`x` > 1)',
+    );
+  });
+
+  it('keeps apart what differs', () => {
+    assert.notEqual(
+      key('SELECT a.id FROM a JOIN b ON a.id = b.a_id'),
+      key('SELECT a.id FROM a LEFT JOIN b ON a.id = b.a_id'),
+    );
+    assert.notEqual(key('SELECT * FROM a'), key('SELECT id FROM a'));
+    assert.notEqual(key('SELECT name FROM a ORDER BY name'), key('SELECT name FROM a ORDER BY name DESC'));
+    // A group after a JOIN keeps its parentheses (they change the meaning).
+    assert.notEqual(
+      key('SELECT a.id FROM a LEFT JOIN (b JOIN c ON c.b_id = b.id) ON b.a_id = a.id'),
+      key('SELECT a.id FROM a LEFT JOIN b ON b.a_id = a.id JOIN c ON c.b_id = b.id'),
     );
   });
 });
