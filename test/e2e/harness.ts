@@ -16,6 +16,7 @@ import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
+import { unresolvedRunAnnotationGuard } from '../../src/admission/admission-policies.ts';
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { portRefusesConnections } from '../env/host-state.ts';
@@ -124,6 +125,10 @@ export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
     const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
     await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
     await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
+    // As the chart installs it: only the manager moves a PtahMigration's unresolved-run annotation.
+    const guard = unresolvedRunAnnotationGuard({ username: cp.identities.manager });
+    await reg.createValidatingAdmissionPolicy({ body: guard.policy });
+    await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
 
     const managerLogs: string[] = [];
     let starts = 0;

@@ -11,9 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
 import { registerImage } from './build-output.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
+import { unresolvedRunAnnotationGuard } from '../../src/admission/admission-policies.ts';
 import type { EnvironmentDescription } from './environment.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 import { freePort } from './ports.ts';
@@ -164,8 +164,16 @@ async function bindPeople(admin: k8s.KubeConfig, description: EnvironmentDescrip
   );
 }
 
-/** Points both approval webhooks at the manager's port, replacing registrations left from an earlier run. */
-async function registerWebhooks(admin: k8s.KubeConfig, port: number, caFile: string): Promise<void> {
+/**
+ * Points both decision webhook configurations at the manager's port, and installs the unresolved-run
+ * annotation policy for the manager's identity, replacing registrations left from an earlier run.
+ */
+async function registerWebhooks(
+  admin: k8s.KubeConfig,
+  port: number,
+  caFile: string,
+  managerUsername: string,
+): Promise<void> {
   const caBundle = readFileSync(caFile).toString('base64');
   const webhooks = approvalWebhookConfigurations({ baseUrl: `https://127.0.0.1:${port}`, caBundle });
   const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
@@ -180,8 +188,17 @@ async function registerWebhooks(admin: k8s.KubeConfig, port: number, caFile: str
     .catch(ignoreMissing);
   await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
   await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
+  const guard = unresolvedRunAnnotationGuard({ username: managerUsername });
+  await reg
+    .deleteValidatingAdmissionPolicyBinding({ name: guard.binding.metadata!.name! })
+    .catch(ignoreMissing);
+  await reg.deleteValidatingAdmissionPolicy({ name: guard.policy.metadata!.name! }).catch(ignoreMissing);
+  await reg.createValidatingAdmissionPolicy({ body: guard.policy });
+  await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
+  const paths = (c: { webhooks?: { clientConfig: { url?: string } }[] }) =>
+    (c.webhooks ?? []).map((w) => new URL(w.clientConfig.url!).pathname).join(', ');
   console.log(
-    `install: approval webhooks registered (mutating ${WEBHOOK_PATHS.mapproval}, validating ${WEBHOOK_PATHS.vapproval}) -> 127.0.0.1:${port}`,
+    `install: decision webhooks registered (mutating ${paths(webhooks.mutating)}; validating ${paths(webhooks.validating)}) -> 127.0.0.1:${port}; policy ${guard.policy.metadata!.name!} exempts ${managerUsername}`,
   );
 }
 
@@ -234,7 +251,7 @@ export async function installOperator(
     usage: 'server',
   });
   const port = await freePort();
-  await registerWebhooks(admin, port, ca.certFile);
+  await registerWebhooks(admin, port, ca.certFile, description.identities.manager);
 
   const logFile = join(dir, `manager-${runId}.log`);
   const identity = `demo-manager-${runId}`;

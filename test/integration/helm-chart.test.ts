@@ -367,6 +367,13 @@ describe('helm install on the local control plane', () => {
     await rbac.readClusterRole({ name: 'ptah-approver' });
     const validating = await reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' });
     assert.equal(validating.webhooks?.[0]?.clientConfig.service?.path, WEBHOOK_PATHS.vapproval);
+    assert.deepEqual(
+      validating.webhooks?.map((w) => w.clientConfig.service?.path),
+      [WEBHOOK_PATHS.vapproval, WEBHOOK_PATHS.vmigrationapproval, WEBHOOK_PATHS.vmigrationrunacknowledgment],
+    );
+    const guard = await reg.readValidatingAdmissionPolicy({ name: UNRESOLVED_RUN_GUARD_NAME });
+    assert.equal(guard.spec?.failurePolicy, 'Fail');
+    await reg.readValidatingAdmissionPolicyBinding({ name: UNRESOLVED_RUN_GUARD_NAME });
     const secret = await core.readNamespacedSecret({ namespace: NS, name: 'ptah-operator-webhook-tls' });
 
     const upgrade = helm(
@@ -413,6 +420,9 @@ describe('helm install on the local control plane', () => {
     );
     await gone('ValidatingWebhookConfiguration', () =>
       reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' }),
+    );
+    await gone('ValidatingAdmissionPolicy', () =>
+      reg.readValidatingAdmissionPolicy({ name: UNRESOLVED_RUN_GUARD_NAME }),
     );
     await eventually(
       'no manager Pod left',
