@@ -12,6 +12,7 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
+import type { PtahSchema } from '../api/ptah-schema.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
 import { instrument, type OperatorMetrics } from './metrics/operator-metrics.ts';
@@ -20,7 +21,7 @@ import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
 import { runWorkers, WorkQueue } from './runtime/work-queue.ts';
 import { PtahObjects } from './runtime/kube.ts';
-import { SchemaReconciler } from './schema/reconciler.ts';
+import { SchemaReconciler, type SchemaCache } from './schema/reconciler.ts';
 import { approvalWebhookGate, type ApprovalGate } from './runtime/approval-webhook-gate.ts';
 
 export interface ManagerOptions {
@@ -49,6 +50,8 @@ export class Manager {
   private readonly informers: k8s.Informer<Watched>[] = [];
   private schemas: (k8s.Informer<WatchedSchema> & k8s.ObjectCache<WatchedSchema>) | undefined;
   private jobs: (k8s.Informer<k8s.V1Job> & k8s.ObjectCache<k8s.V1Job>) | undefined;
+  /** The schema watch has listed once: from then on its cache is the cluster's picture. */
+  private schemasListed = false;
 
   constructor(private readonly options: ManagerOptions) {}
 
@@ -74,6 +77,13 @@ export class Manager {
       approvalGate:
         this.options.approvalGate ??
         approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api)),
+      // The informer holds the whole objects (WatchedSchema only narrows what routing reads).
+      schemaCache: {
+        list: (namespace) =>
+          this.schemasListed && this.schemas !== undefined
+            ? (this.schemas.list(namespace) as unknown as PtahSchema[])
+            : undefined,
+      } satisfies SchemaCache,
     });
 
     const elector = new LeaderElector({
@@ -233,6 +243,9 @@ export class Manager {
       });
       informer
         .start()
+        .then(() => {
+          if (name === 'ptahschemas') this.schemasListed = true;
+        })
         .catch((error: unknown) =>
           log.warn({ watch: name, error: errorSummary(error) }, 'watch did not start; relisting'),
         );

@@ -1,9 +1,18 @@
-// Causes reach status: an operation whose database Secret (or key) is missing fails at once with
-// CredentialUnavailable naming the Secret and key, read from the Pod the node cannot configure, not after
-// the Job's deadline; creating the Secret recovers the resource and clears ReconciliationFailed.
+// Causes reach status: every failure ends its first operation with a classified cause in the
+// ReconciliationFailed condition and a Warning Event, never the server's text, and a recovered resource
+// clears it. A missing Secret (or key) is CredentialUnavailable, read from the Pod the node cannot
+// configure, not after the Job's deadline; invalid desired SQL is DesiredStateInvalid with file:line:column
+// (and the database is not called unreachable); a refused password, a missing database, a closed port and
+// a server that requires TLS are named by SQLSTATE or by how the connection failed; a Pod the node
+// OOM-kills is OOMKilled; an operation past its deadline is DeadlineExceeded.
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import pg from 'pg';
+import { LABELS } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
+import { freePort } from '../env/ports.ts';
 import {
   createSchema,
   createSecret,
@@ -11,6 +20,9 @@ import {
   dumpDebug,
   eventsOf,
   eventually,
+  getSchema,
+  oomKillPods,
+  query,
   useE2E,
   waitForPhase,
 } from './harness.ts';
@@ -74,5 +86,172 @@ describe('causes in status', { skip }, () => {
     assert.equal(cause?.reason, 'CredentialUnavailable');
     assert.match(cause?.message ?? '', /Secret [^ ]+\/nokey-db key url: the Secret has no such key/);
     assert.ok(!JSON.stringify(failed.status).includes(url), 'the Secret value is not in status');
+  });
+});
+
+/** Creates the source, Secret and schema (policy Always), and waits for its first settled phase. */
+async function failingSchema(
+  name: string,
+  sql: string,
+  url: string,
+  execution?: { activeDeadlineSeconds?: number },
+): Promise<PtahSchema> {
+  await createSource(e2e(), `${name}-src`, { 'schema.sql': sql });
+  await createSecret(e2e(), `${name}-db`, url);
+  await createSchema(e2e(), name, {
+    source: `${name}-src`,
+    secret: `${name}-db`,
+    policy: { apply: 'Always' },
+    ...(execution !== undefined ? { execution } : {}),
+  });
+  const settled = await waitForPhase(e2e(), name, ['Failed', 'InSync', 'Blocked'], 90_000);
+  if (settled.status?.phase !== 'Failed') await dumpDebug(e2e(), name);
+  assert.equal(settled.status?.phase, 'Failed', JSON.stringify(settled.status?.conditions));
+  return settled;
+}
+
+/** The cause is the condition's reason, its message matches, and the Warning Event says the same. */
+async function assertCause(s: PtahSchema, reason: string, message: RegExp): Promise<void> {
+  const failed = condition(s, 'ReconciliationFailed');
+  assert.equal(failed?.status, 'True');
+  assert.equal(failed?.reason, reason, failed?.message);
+  assert.match(failed?.message ?? '', message);
+  const events = await eventually(
+    `a ${reason} Event on ${s.metadata!.name}`,
+    async () => {
+      const list = await eventsOf(e2e(), s.metadata!.name!, reason);
+      return list.length > 0 ? list : undefined;
+    },
+    30_000,
+  );
+  assert.equal(events.length, 1, 'retries count on one Event');
+  assert.equal(events[0]!.type, 'Warning');
+  assert.match(events[0]!.message ?? '', message);
+}
+
+async function recovered(name: string): Promise<void> {
+  const s = await waitForPhase(e2e(), name, ['InSync'], 120_000);
+  const after = condition(s, 'ReconciliationFailed');
+  assert.equal(after?.status, 'False', JSON.stringify(after));
+  assert.equal(after?.reason, 'Succeeded');
+}
+
+async function replaceSecret(name: string, url: string): Promise<void> {
+  await e2e().core.replaceNamespacedSecret({
+    name,
+    namespace: e2e().namespace,
+    body: { metadata: { name }, stringData: { url } },
+  });
+}
+
+describe('classified causes in status', { skip }, () => {
+  it('invalid desired SQL is DesiredStateInvalid with file, line and column; the database is not called unreachable', async () => {
+    const url = await e2e().env.postgres!.createDatabase('syntax_db');
+    const failed = await failingSchema(
+      'syntax',
+      'CREATE TABLE public.items (id bigint PRIMARY KEY);\nCREATE TABL oops (id int);\n',
+      url,
+    );
+    await assertCause(
+      failed,
+      'DesiredStateInvalid',
+      /the desired state does not load: schema\.sql:2:8: SQL syntax error: syntax error at or near "TABL"/,
+    );
+    assert.notEqual(condition(failed, 'DatabaseReachable')?.status, 'False');
+    await e2e().core.replaceNamespacedConfigMap({
+      name: 'syntax-src',
+      namespace: e2e().namespace,
+      body: { metadata: { name: 'syntax-src' }, data: { 'schema.sql': TABLE } },
+    });
+    await recovered('syntax');
+  });
+
+  it('a wrong password is DatabaseAuthenticationFailed with SQLSTATE 28P01 and its class, never the URL', async () => {
+    const url = await e2e().env.postgres!.createDatabase('password_db');
+    const wrong = new URL(url);
+    wrong.password = 'not-the-password';
+    const failed = await failingSchema('password', TABLE, wrong.toString());
+    await assertCause(
+      failed,
+      'DatabaseAuthenticationFailed',
+      /SQLSTATE 28P01 \(invalid password; class 28: invalid authorization specification\)/,
+    );
+    assert.equal(condition(failed, 'DatabaseReachable')?.status, 'False');
+    assert.equal(condition(failed, 'DatabaseReachable')?.reason, 'DatabaseAuthenticationFailed');
+    const text = JSON.stringify(failed.status);
+    assert.ok(!text.includes('not-the-password') && !text.includes('password authentication failed'));
+    await replaceSecret('password-db', url);
+    await recovered('password');
+  });
+
+  it('a database that does not exist is DatabaseNotFound with SQLSTATE 3D000', async () => {
+    const url = await e2e().env.postgres!.createDatabase('present_db');
+    const missing = new URL(url);
+    missing.pathname = '/absent_db';
+    const failed = await failingSchema('missingdb', TABLE, missing.toString());
+    await assertCause(failed, 'DatabaseNotFound', /SQLSTATE 3D000 \(class 3D: invalid catalog name\)/);
+    await replaceSecret('missingdb-db', url);
+    await recovered('missingdb');
+  });
+
+  it('a closed port is ConnectionRefused', async () => {
+    const url = await e2e().env.postgres!.createDatabase('closed_db');
+    const closed = new URL(url);
+    closed.port = String(await freePort());
+    const failed = await failingSchema('closedport', TABLE, closed.toString());
+    await assertCause(failed, 'ConnectionRefused', /connection refused/);
+    assert.equal(condition(failed, 'DatabaseReachable')?.reason, 'ConnectionRefused');
+    await replaceSecret('closedport-db', url);
+    await recovered('closedport');
+  });
+
+  it('a server that refuses unencrypted connections is TLSRequired', async () => {
+    const server = e2e().env.postgres!;
+    const url = await server.createDatabase('tls_db');
+    const hba = join(server.dataDir, 'pg_hba.conf');
+    const original = readFileSync(hba, 'utf8');
+    const reload = async () => query(server.adminUrl, 'SELECT pg_reload_conf()');
+    writeFileSync(hba, `hostnossl tls_db all all reject\n${original}`);
+    await reload();
+    try {
+      const failed = await failingSchema('tls', TABLE, url);
+      await assertCause(failed, 'TLSRequired', /refuses an unencrypted connection/);
+    } finally {
+      writeFileSync(hba, original);
+      await reload();
+    }
+    await recovered('tls');
+  });
+
+  it('a Pod the node OOM-kills is OOMKilled with exit code 137', async () => {
+    const url = await e2e().env.postgres!.createDatabase('oom_db');
+    oomKillPods(e2e(), [{ [LABELS.schema]: 'oom' }]);
+    try {
+      const failed = await failingSchema('oom', TABLE, url);
+      await assertCause(failed, 'OOMKilled', /OOMKilled, exit code 137/);
+    } finally {
+      oomKillPods(e2e(), []);
+    }
+    await recovered('oom');
+  });
+
+  it('an operation that outlives its deadline is DeadlineExceeded', async () => {
+    // The plan counts the rows of a table it would drop; a lock held on that table keeps it waiting.
+    const url = await e2e().env.postgres!.createDatabase('deadline_db');
+    await query(url, 'CREATE TABLE public.doomed (id int); INSERT INTO public.doomed VALUES (1)');
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE public.doomed IN ACCESS EXCLUSIVE MODE');
+      const failed = await failingSchema('deadline', TABLE, url, { activeDeadlineSeconds: 30 });
+      await assertCause(failed, 'DeadlineExceeded', /within its deadline of 30s/);
+      assert.notEqual(condition(failed, 'DatabaseReachable')?.status, 'False');
+    } finally {
+      await holder.end();
+    }
+    const s = await waitForPhase(e2e(), 'deadline', ['Blocked'], 120_000);
+    assert.equal(condition(s, 'ReconciliationFailed')?.status, 'False');
+    assert.ok((await getSchema(e2e(), 'deadline')).status?.plan !== undefined);
   });
 });

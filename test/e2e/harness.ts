@@ -5,7 +5,7 @@
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
 import { after, before } from 'node:test';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
@@ -24,6 +24,7 @@ import { freePort } from '../env/ports.ts';
 import type { ManagedProcess } from '../env/process.ts';
 import { startManagerProcess } from '../env/manager-process.ts';
 import { registerImage } from '../env/build-output.ts';
+import { OOM_KILL_FILE } from '../env/node-agent/index.ts';
 import { eventually as eventuallyWithin } from '../env/eventually.ts';
 
 /** End-to-end waits span whole Jobs, so they default to 90 s. */
@@ -313,6 +314,8 @@ export async function createSchema(
     policy?: Record<string, unknown>;
     interval?: string;
     engine?: 'postgres' | 'mysql';
+    /** spec.execution; a 5 s retry and a 120 s deadline by default. */
+    execution?: { failureRetryInterval?: string; activeDeadlineSeconds?: number };
   },
 ): Promise<PtahSchema> {
   return (await e2e.objects.createNamespacedCustomObject({
@@ -335,7 +338,7 @@ export async function createSchema(
         },
         policy: options.policy ?? {},
         interval: options.interval ?? '10m',
-        execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 120 },
+        execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 120, ...options.execution },
       },
     },
   })) as PtahSchema;
@@ -383,6 +386,23 @@ export async function operationJobs(e2e: E2E, name: string, operation: string): 
 }
 
 /** With PTAH_E2E_DEBUG set: the resource status and every Pod's container states and logs, to stderr. */
+/**
+ * The node agent's OOM hook (test/env/node-agent): app containers of Pods whose labels match one of these
+ * selectors are killed as the kernel's OOM killer would, and reported OOMKilled. An empty list ends it.
+ */
+export function oomKillPods(e2e: E2E, selectors: readonly Record<string, string>[]): void {
+  writeFileSync(
+    join(e2e.env.dir, 'node', OOM_KILL_FILE),
+    selectors
+      .map((s) =>
+        Object.entries(s)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(','),
+      )
+      .join('\n') + '\n',
+  );
+}
+
 export async function dumpDebug(e2e: E2E, name: string): Promise<void> {
   if (!process.env['PTAH_E2E_DEBUG']) return;
   const s = await getSchema(e2e, name).catch(() => undefined);

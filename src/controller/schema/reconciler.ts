@@ -6,6 +6,7 @@
  * The manager never reads a Secret and never opens a database connection: the Secret is named in the Job,
  * and Kubernetes resolves it inside the Pod.
  */
+import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import { schemaEngineShips } from '../../protocol/dialects.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import {
@@ -62,6 +63,16 @@ export interface SchemaReconcilerDeps {
   readonly clock?: () => Date;
   /** Why approvals are not accepted now (the approval webhooks are not registered), or undefined. */
   readonly approvalGate: ApprovalGate;
+  /**
+   * The watch cache of every PtahSchema, cluster-wide (namespace given: that namespace's). The realm and
+   * target checks read it instead of listing every resource on every pass; absent, they list uncached.
+   */
+  readonly schemaCache?: SchemaCache;
+}
+
+export interface SchemaCache {
+  /** Undefined until the watch's first list has arrived: an empty cache is not an empty cluster. */
+  list(namespace?: string): readonly PtahSchema[] | undefined;
 }
 
 /** Throws when this replica may no longer write (leadership lost); called before every write. */
@@ -344,13 +355,15 @@ export class SchemaReconciler {
         return;
       }
       case 'consumeApproval':
-        await this.markApproval(
-          view.namespace,
-          action.name,
-          'Consumed',
-          'DispatchCommitted',
-          'consumed by an apply',
-        );
+        await this.markApproval(view.namespace, action.name, [
+          {
+            type: 'Accepted',
+            status: 'True',
+            reason: 'ApprovedPlan',
+            message: `accepted for the apply of plan ${decision.status.plan?.name ?? 'it names'}`,
+          },
+          { type: 'Consumed', status: 'True', reason: 'DispatchCommitted', message: 'consumed by an apply' },
+        ]);
         return;
       case 'staleApprovals': {
         const approvals = await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace);
@@ -359,7 +372,15 @@ export class SchemaReconciler {
           if (a.spec.schemaRef.uid !== view.uid || v.consumed || v.stale) continue;
           if (a.spec.planRef.uid === action.exceptPlanUID || a.spec.planRef.uid === decision.status.plan?.uid)
             continue;
-          await this.markApproval(view.namespace, a.metadata.name, 'Stale', action.reason, action.message);
+          await this.markApproval(view.namespace, a.metadata.name, [
+            { type: 'Stale', status: 'True', reason: action.reason, message: action.message },
+            {
+              type: 'Accepted',
+              status: 'False',
+              reason: action.reason,
+              message: 'never applied: it went stale',
+            },
+          ]);
         }
         return;
       }
@@ -435,20 +456,17 @@ export class SchemaReconciler {
     });
   }
 
-  private async markApproval(namespace: string, name: string, type: string, reason: string, message: string) {
+  /** Accepted, Consumed and Stale as the approval's printer columns show them. */
+  private async markApproval(namespace: string, name: string, updates: readonly ConditionUpdate[]) {
     const a = await this.deps.ptah.get<PtahSchemaApproval>('ptahschemaapprovals', namespace, name);
     if (a === undefined) return;
-    const now = this.clock().toISOString();
+    const generation = a.metadata.generation ?? 0;
     const conditions = [
-      ...(a.status?.conditions ?? []).filter((c) => c.type !== type),
-      {
-        type,
-        status: 'True' as const,
-        reason,
-        message,
-        lastTransitionTime: now,
-        observedGeneration: a.metadata.generation ?? 0,
-      },
+      ...setConditions(
+        a.status?.conditions,
+        updates.map((u) => ({ ...u, observedGeneration: generation })),
+        this.clock(),
+      ),
     ];
     await this.deps.ptah.replaceStatus('ptahschemaapprovals', namespace, name, {
       apiVersion: a.apiVersion,
@@ -540,7 +558,9 @@ export class SchemaReconciler {
 
   /** More than one resource in the namespace naming the same realm: all of them are Blocked. */
   private async realmConflict(view: SchemaView, coordination: string): Promise<boolean> {
-    const all = await this.deps.ptah.list<PtahSchema>('ptahschemas', view.namespace);
+    const all =
+      this.deps.schemaCache?.list(view.namespace) ??
+      (await this.deps.ptah.list<PtahSchema>('ptahschemas', view.namespace));
     const claimants = all.filter((s) => {
       if (s.metadata.deletionTimestamp !== undefined || s.spec.suspend === true) return false;
       const e = canonicalEngine(s.spec.target.engine);
@@ -562,7 +582,10 @@ export class SchemaReconciler {
     coordination: string,
     identity: string,
   ): Promise<TargetConflict | undefined> {
-    const all = await this.deps.ptah.listAll<PtahSchema>('ptahschemas');
+    // From the watch cache: this check runs on every pass that knows its target, so an uncached list would
+    // cost one cluster-wide request per resource per pass. The cache lags the API by a watch event at most;
+    // a list would not close the gap between reading and dispatching either.
+    const all = this.deps.schemaCache?.list() ?? (await this.deps.ptah.listAll<PtahSchema>('ptahschemas'));
     const claimant = (s: PtahSchema): TargetClaimant => {
       const e = canonicalEngine(s.spec.target.engine);
       const ns = s.metadata.namespace ?? '';

@@ -30,6 +30,8 @@ export interface NodeAgent {
 }
 
 const HOST_IP = '127.0.0.1';
+/** The OOM hook's selector file in the work directory (see PodWorkerDeps.oomKillFile). */
+export const OOM_KILL_FILE = 'oom-kill';
 const SHUTDOWN_GRACE_SECONDS = 2;
 
 function isTerminal(pod: Pod): boolean {
@@ -113,6 +115,7 @@ class PodSync {
       host: realHost,
       apiServer: new URL(this.api.server),
       onGone: () => this.workers.delete(uid),
+      oomKillFile: join(this.workDir, OOM_KILL_FILE),
     });
     this.workers.set(uid, worker);
     worker.run().catch((error: unknown) => {

@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ContainerConfigError, resolveContainerEnv, type ObjectLookup } from './env.ts';
 import { expandVariables, resolveArgv } from './image-map.ts';
 import type { Pod } from './types.ts';
+import { oomSelected } from './pod-worker.ts';
 import { planContainerScript, type HostView } from './mount-plan.ts';
 import { buildPodStatus, podPhase, type ContainerRecord, type PodRecord } from './pod-status.ts';
 
@@ -183,4 +187,18 @@ test('a missing Secret or key is a CreateContainerConfigError worded as the kube
     resolveContainerEnv(pod, needs('db'), lookup, { podIP: '198.18.0.2', hostIP: '127.0.0.1' }),
     configError("couldn't find key url in Secret ns/db"),
   );
+});
+
+test('the OOM hook selects Pods by every label of one selector line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'node-agent-oom-'));
+  const file = join(dir, 'oom-kill');
+  assert.equal(oomSelected(file, { app: 'x' }), false, 'no file selects nothing');
+  writeFileSync(file, '# comment\noperator.ptah.run/schema=oomer,operator.ptah.run/operation=observe\n');
+  assert.equal(
+    oomSelected(file, { 'operator.ptah.run/schema': 'oomer', 'operator.ptah.run/operation': 'observe' }),
+    true,
+  );
+  assert.equal(oomSelected(file, { 'operator.ptah.run/schema': 'oomer' }), false);
+  assert.equal(oomSelected(file, { 'operator.ptah.run/schema': 'other' }), false);
+  rmSync(dir, { recursive: true, force: true });
 });

@@ -26,9 +26,32 @@ export interface PodWorkerDeps {
   readonly apiServer: URL;
   /** Called once the pod object is gone from the API and its files are removed. */
   readonly onGone: () => void;
+  /**
+   * Test hook standing in for the kernel's OOM killer: a file of label selectors, one per line
+   * (`key=value[,key=value]`); an app container of a Pod matching one is killed shortly after it starts
+   * and reported as a kubelet reports a container its cgroup's OOM killer ended (OOMKilled, 137).
+   */
+  readonly oomKillFile?: string;
 }
 
 const TERMINATION_MESSAGE_LIMIT = 4096;
+/** How long a container selected by the OOM hook runs before it is killed. */
+const OOM_KILL_AFTER_MS = 500;
+
+/** Whether the labels match a line of the OOM hook's selector file. */
+export function oomSelected(file: string | undefined, labels: Readonly<Record<string, string>>): boolean {
+  if (file === undefined || !existsSync(file)) return false;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .some((line) =>
+      line.split(',').every((pair) => {
+        const [key, value] = pair.split('=');
+        return key !== undefined && value !== undefined && labels[key.trim()] === value.trim();
+      }),
+    );
+}
 const FALLBACK_LOG_LINES = 80;
 const FALLBACK_LOG_BYTES = 2048;
 const RETRY_MS = 2000;
@@ -371,7 +394,17 @@ export class PodWorker {
         );
       }
       void this.writeStatus();
+      let oomKilled = false;
+      const oomTimer =
+        !isInitContainer(this.pod, spec.name) &&
+        oomSelected(this.deps.oomKillFile, this.pod.metadata.labels ?? {})
+          ? setTimeout(() => {
+              oomKilled = true;
+              process.kill('SIGKILL');
+            }, OOM_KILL_AFTER_MS)
+          : undefined;
       const exit = await process.exited;
+      clearTimeout(oomTimer);
       probing.abort();
       delete record.probeReady;
       this.running.delete(spec.name);
@@ -384,7 +417,7 @@ export class PodWorker {
         terminated: {
           exitCode: exit.exitCode,
           ...(exit.signal ? { signal: exit.signal } : {}),
-          reason: exit.exitCode === 0 ? 'Completed' : 'Error',
+          reason: oomKilled ? 'OOMKilled' : exit.exitCode === 0 ? 'Completed' : 'Error',
           ...(message ? { message } : {}),
           startedAt,
           finishedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -557,3 +590,7 @@ export class PodWorker {
 }
 
 class ImageNotMappedError extends Error {}
+
+function isInitContainer(pod: Pod, name: string): boolean {
+  return (pod.spec.initContainers ?? []).some((c) => c.name === name);
+}

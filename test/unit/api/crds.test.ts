@@ -93,7 +93,7 @@ describe('CRDs', () => {
   it('prints phase, drift and readiness for a PtahSchema', () => {
     assert.deepEqual(
       byKind('PtahSchema').additionalPrinterColumns.map((c) => c.name),
-      ['Phase', 'Digest', 'Drift', 'Approval', 'In Sync', 'Ready', 'Age'],
+      ['Phase', 'Plan', 'Approval', 'Drift', 'Findings', 'In Sync', 'Ready', 'Failure', 'Digest', 'Age'],
     );
   });
 });
