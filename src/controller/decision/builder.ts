@@ -8,7 +8,7 @@
  * `build`, stamped with the resource generation and the decision's clock.
  */
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
-import { recordJournalEntry, type Journal, type JournalEntry } from '../journal/journal.ts';
+import { ensureJournal, recordJournalEntry, type Journal, type JournalEntry } from '../journal/journal.ts';
 
 export interface EventSpec {
   readonly type: 'Normal' | 'Warning';
@@ -27,9 +27,12 @@ export interface DecisionOf<S, Pre, Post> {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-/** A journal entry before it is stamped; undefined members are left out. */
+/**
+ * A journal entry before it is stamped; undefined members are left out. `time` is the transition's own
+ * instant (a plan's creation, a Job's end) when it carries one; the manager's clock otherwise.
+ */
 export type JournalEventOf<E extends JournalEntry> = {
-  [K in keyof Omit<E, 'time'>]?: E[K] | undefined;
+  [K in keyof E]?: E[K] | undefined;
 } & { readonly type: E['type'] };
 
 interface StatusWithRecords<E extends JournalEntry> {
@@ -94,14 +97,13 @@ export class DecisionBuilder<S extends StatusWithRecords<E>, E extends JournalEn
         ),
       ] as S['conditions'];
     }
-    if (this.journal.length > 0) {
-      let journal = this.status.journal;
-      for (const e of this.journal) {
-        const entry = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined));
-        journal = recordJournalEntry<E>(journal, { ...entry, time: this.now } as E, this.clock);
-      }
-      this.status.journal = journal as S['journal'];
+    // The journal is complete from the first status write of a manager that keeps one, entries or not.
+    let journal = ensureJournal<E>(this.status.journal, this.clock);
+    for (const e of this.journal) {
+      const entry = Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined));
+      journal = recordJournalEntry<E>(journal, { time: this.now, ...entry } as E, this.clock);
     }
+    this.status.journal = journal as S['journal'];
     return {
       status: this.status,
       pre: this.pre,

@@ -12,7 +12,7 @@
 import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { buildClaim } from '../claims/claim.ts';
+import { buildClaim, inputsFingerprint, type OperationInputs } from '../claims/claim.ts';
 import { readCause } from '../../protocol/cause.ts';
 import {
   classifyCause,
@@ -132,6 +132,29 @@ class Builder extends DecisionBuilder<SchemaStatus, JournalEntry, PreAction, Pos
   ) {
     super(input.now, input.schema.generation, status);
   }
+
+  /** An entry's time is its transition's (the claimed Job's end) unless it names its own. */
+  override record(
+    entry: Parameters<DecisionBuilder<SchemaStatus, JournalEntry, PreAction, PostAction>['record']>[0],
+  ): this {
+    return super.record({ time: claimedJobEnd(this.input), ...stripUndefined(entry) });
+  }
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * When the claimed Job ended, as the Job controller recorded it: the transition a result belongs to. Not
+ * for a Job of another UID under the claimed name, nor while it runs.
+ */
+function claimedJobEnd(input: DecideInput): string | undefined {
+  const claim = input.schema.status.claim;
+  const job = input.job;
+  if (claim === undefined || job === undefined || job.state !== 'finished' || !isClaimedJob(claim, job))
+    return undefined;
+  return job.finishedAt;
 }
 
 export function decide(input: DecideInput): Decision {
@@ -779,6 +802,10 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     refuseProofFromAnotherTarget(b, input, claim);
     return;
   }
+  if (isProof(claim) && result.outcome === 'succeeded' && proofSuperseded(b, input, claim)) {
+    settleSuperseded(b, input, claim);
+    return;
+  }
 
   if (claim.type === 'Observe') {
     const drift = result.outputs.drift;
@@ -893,7 +920,12 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
       ? { ...published, ...(st.plan?.approval ? { approval: st.plan.approval } : {}) }
       : published;
     if (!same) {
-      b.record({ type: 'PlanPublished', plan: published.name, reason: 'Published' });
+      b.record({
+        type: 'PlanPublished',
+        plan: published.name,
+        reason: 'Published',
+        time: published.createdAt,
+      });
       b.event('Normal', 'PlanPublished', `plan ${published.name} published`);
       b.post.push({
         kind: 'staleApprovals',
@@ -1135,7 +1167,6 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
     fail(b, input, type, 'SourceUnresolved', 'the source has not been resolved');
     return;
   }
-  const planRef = options.plan ? { name: options.plan.name, uid: options.plan.uid } : options.planRefOnly;
   const { schema } = input;
   st.claim = buildClaim(
     {
@@ -1144,23 +1175,7 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
       generation: schema.generation,
       type,
       attempt: 1,
-      inputs: {
-        contentDigest: res.contentDigest,
-        ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
-        ...(res.configMapUID !== undefined ? { configMapUID: res.configMapUID } : {}),
-        coordinationDigest: input.coordinationDigest,
-        policyFingerprint: policyFingerprint({
-          apply: schema.spec.policy.apply,
-          allowDestructive: schema.spec.policy.allowDestructive,
-          protectedTables: [...schema.spec.policy.protectedTables],
-          exclude: [...schema.spec.policy.exclude],
-        }),
-        executionBinding: input.executionBinding,
-        activeDeadlineSeconds: schema.spec.activeDeadlineSeconds,
-        ...(planRef !== undefined ? { planRef } : {}),
-        ...(options.plan !== undefined ? { planFingerprint: options.plan.fingerprint } : {}),
-        ...(options.approval !== undefined ? { approvalRef: options.approval } : {}),
-      },
+      inputs: operationInputs(input, res, options),
     },
     input.now,
   );
@@ -1180,6 +1195,58 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
   if (type !== 'Apply' && !proof)
     b.cond('Ready', st.phase === 'InSync' ? 'True' : 'False', 'Refreshing', 'reading the database');
   b.requeue(0);
+}
+
+/** What a claim made now with these options would bind: the live inputs of the resource. */
+function operationInputs(input: DecideInput, res: Resolution, options: ClaimOptions): OperationInputs {
+  const { schema } = input;
+  const planRef = options.plan ? { name: options.plan.name, uid: options.plan.uid } : options.planRefOnly;
+  return {
+    contentDigest: res.contentDigest,
+    ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
+    ...(res.configMapUID !== undefined ? { configMapUID: res.configMapUID } : {}),
+    coordinationDigest: input.coordinationDigest,
+    policyFingerprint: policyFingerprint({
+      apply: schema.spec.policy.apply,
+      allowDestructive: schema.spec.policy.allowDestructive,
+      protectedTables: [...schema.spec.policy.protectedTables],
+      exclude: [...schema.spec.policy.exclude],
+    }),
+    executionBinding: input.executionBinding,
+    activeDeadlineSeconds: schema.spec.activeDeadlineSeconds,
+    ...(planRef !== undefined ? { planRef } : {}),
+    ...(options.plan !== undefined ? { planFingerprint: options.plan.fingerprint } : {}),
+    ...(options.approval !== undefined ? { approvalRef: options.approval } : {}),
+  };
+}
+
+/**
+ * A proof whose inputs were taken over while it ran: a newer generation, another policy, execution binding
+ * or source than the claim bound. What it read answers the old inputs, so it settles nothing about the new.
+ */
+function proofSuperseded(b: Builder, input: DecideInput, claim: Claim): boolean {
+  if (claim.generation !== input.schema.generation) return true;
+  const res = b.status.resolution;
+  if (res === undefined || !input.resolution.ok) return false;
+  return (
+    inputsFingerprint(claim.type, operationInputs(input, res, proofOptions(claim))) !==
+    claim.inputsFingerprint
+  );
+}
+
+/** The journal says the proof was superseded, and a fresh read under the new inputs starts now. */
+function settleSuperseded(b: Builder, input: DecideInput, claim: Claim): void {
+  const st = b.status;
+  endChain(b, claim);
+  b.record({ type: 'Verified', outcome: 'Superseded', plan: claim.planRef?.name, reason: 'InputsChanged' });
+  b.event(
+    'Normal',
+    'Superseded',
+    `the observation after applying ${claim.planRef?.name ?? 'the plan'} was taken over by newer inputs; reading again`,
+  );
+  if (st.plan !== undefined && st.plan.uid === claim.planRef?.uid) st.plan = undefined;
+  b.cond('InSync', 'Unknown', 'Superseded', 'newer inputs took over before the apply was verified');
+  claimOperation(b, input, 'Observe', {});
 }
 
 function setPhase(b: Builder, phase: Phase): void {

@@ -1305,3 +1305,93 @@ describe('schema lifecycle decision', () => {
     }
   });
 });
+
+describe('journal times and Superseded, as the seed says', () => {
+  const sp = spec({}, { apply: 'Always' });
+
+  /** Through Observe and Plan to a published plan created a minute before T0, then dispatch and run Apply. */
+  function applied(applyEnd: string): Decision {
+    let s = schema(decide(input(schema({}, sp), T0)).status, sp);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status, sp);
+    const plan = { ...publishedPlan(), createdAt: new Date(T0 - 60_000).toISOString() };
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan },
+    });
+    const published = d.status.journal?.entries.find((e) => e.type === 'PlanPublished');
+    assert.equal(published?.time, plan.createdAt, "a plan's entry has the plan's creation time");
+    d = decide(input(schema(d.status, sp), T0 + 4000, { planCheck: { ok: true } }));
+    d = decide(input(schema(d.status, sp), T0 + 5000, { planCheck: { ok: true } }));
+    assert.equal(d.status.claim?.dispatchStarted, true);
+    return decide(
+      input(schema(d.status, sp), T0 + 9000, {
+        job: { ...finished, finishedAt: applyEnd },
+        harvest: result(d.status.claim!, 'succeeded', {
+          apply: { planContentDigest: digest('p'), mutationStarted: true },
+        }),
+      }),
+    );
+  }
+
+  it('starts complete at the first status write, before any entry', () => {
+    const d = decide(input(schema({}), T0));
+    assert.deepEqual(d.status.journal, { coveredSince: new Date(T0).toISOString(), entries: [] });
+  });
+
+  it("an Apply's entry has the Job's end, a failure the failed Job's end, not the manager's clock", () => {
+    const end = new Date(T0 + 7000).toISOString();
+    const d = applied(end);
+    assert.equal(d.status.journal?.entries.find((e) => e.type === 'ApplyFinished')?.time, end);
+
+    const s = schema(decide(input(schema({}), T0)).status);
+    const failedAt = new Date(T0 + 500).toISOString();
+    const created = decide(input(s, T0 + 100));
+    const f = decide(
+      input(schema(created.status), T0 + 30_000, {
+        job: { state: 'finished', uid: 'job-uid', succeeded: false, finishedAt: failedAt },
+        harvest: result(s.status.claim!, 'failed', {}, 'observe_failed'),
+      }),
+    );
+    assert.equal(f.status.journal?.entries.at(-1)?.type, 'OperationFailed');
+    assert.equal(f.status.journal?.entries.at(-1)?.time, failedAt);
+  });
+
+  it('a proof overtaken by a newer generation is Verified/Superseded and a fresh read starts', () => {
+    const d = applied(new Date(T0 + 7000).toISOString());
+    const proof = d.status.claim!;
+    assert.equal(proof.type, 'Observe');
+    // The spec is edited while the proof runs: the proof is owed and runs on, but settles nothing.
+    const created = decide(input(schema(d.status, sp, 2), T0 + 10_000, { planCheck: { ok: true } }));
+    assert.equal(created.status.claim?.operationId, proof.operationId, 'the proof is not withdrawn');
+    const settled = decide(
+      input(schema(created.status, sp, 2), T0 + 12_000, {
+        job: { ...finished, finishedAt: new Date(T0 + 11_000).toISOString() },
+        harvest: result(proof, 'succeeded', { drift }),
+      }),
+    );
+    const verified = settled.status.journal?.entries.filter((e) => e.type === 'Verified');
+    assert.deepEqual(
+      verified?.map((e) => [e.outcome, e.reason, e.time]),
+      [['Superseded', 'InputsChanged', new Date(T0 + 11_000).toISOString()]],
+    );
+    assert.equal(settled.status.claim?.type, 'Observe');
+    assert.equal(settled.status.claim?.planRef, undefined, 'a fresh read, not a proof');
+    assert.equal(settled.status.claim?.generation, 2);
+    assert.notEqual(settled.status.phase, 'InSync');
+    assert.ok(settled.post.some((a) => a.kind === 'releaseLease'));
+  });
+
+  it('a proof whose inputs stayed settles as before', () => {
+    const d = applied(new Date(T0 + 7000).toISOString());
+    const proof = d.status.claim!;
+    const created = decide(input(schema(d.status, sp), T0 + 10_000));
+    const observed = decide(
+      input(schema(created.status, sp), T0 + 12_000, {
+        job: finished,
+        harvest: result(proof, 'succeeded', { drift }),
+      }),
+    );
+    assert.equal(observed.status.claim?.type, 'Plan');
+    assert.ok(observed.status.claim?.planRef !== undefined, 'still the proof');
+  });
+});
