@@ -1325,7 +1325,7 @@ describe('journal times and Superseded, as the seed says', () => {
     assert.equal(d.status.claim?.dispatchStarted, true);
     return decide(
       input(schema(d.status, sp), T0 + 9000, {
-        job: { ...finished, finishedAt: applyEnd },
+        job: { state: 'finished', uid: 'job-uid', succeeded: true, finishedAt: applyEnd },
         harvest: result(d.status.claim!, 'succeeded', {
           apply: { planContentDigest: digest('p'), mutationStarted: true },
         }),
@@ -1365,7 +1365,12 @@ describe('journal times and Superseded, as the seed says', () => {
     assert.equal(created.status.claim?.operationId, proof.operationId, 'the proof is not withdrawn');
     const settled = decide(
       input(schema(created.status, sp, 2), T0 + 12_000, {
-        job: { ...finished, finishedAt: new Date(T0 + 11_000).toISOString() },
+        job: {
+          state: 'finished',
+          uid: 'job-uid',
+          succeeded: true,
+          finishedAt: new Date(T0 + 11_000).toISOString(),
+        },
         harvest: result(proof, 'succeeded', { drift }),
       }),
     );
