@@ -29,6 +29,7 @@ export function terminationSummary(
     ...(result.outputs.snapshot?.failingFile !== undefined
       ? { failingFile: result.outputs.snapshot.failingFile.slice(0, 512) }
       : {}),
+    ...migrationSummary(result),
   };
   let line = `${SUMMARY_MARKER} ${JSON.stringify(summary)}`;
   if (Buffer.byteLength(line) > MAX_SUMMARY_BYTES) {
@@ -36,6 +37,27 @@ export function terminationSummary(
     line = `${SUMMARY_MARKER} ${JSON.stringify(summary)}`;
   }
   return redactor.redact(line);
+}
+
+/**
+ * A migration Apply's run in a few fixed-size fields: what a reader can still learn when the log with the
+ * frame is gone (the versions in between are the plan's sequence).
+ */
+function migrationSummary(result: RunnerResult): { migration?: Record<string, unknown> } {
+  const run = result.outputs.migrationApply;
+  if (run === undefined) return {};
+  const first = run.appliedVersions[0];
+  const last = run.appliedVersions.at(-1);
+  return {
+    migration: {
+      runOutcome: run.runOutcome,
+      mutationStarted: run.mutationStarted,
+      appliedCount: run.appliedVersions.length,
+      ...(first !== undefined ? { firstApplied: first } : {}),
+      ...(last !== undefined ? { lastApplied: last } : {}),
+      ...(run.stoppedAt !== undefined ? { stoppedAt: run.stoppedAt } : {}),
+    },
+  };
 }
 
 /** Best effort: a Pod without a writable termination path still has its frame. */

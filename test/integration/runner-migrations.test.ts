@@ -2,7 +2,8 @@
 // real MariaDB (one environment: both servers, started once): every history verdict from a prepared
 // database, an approved sequence applied, a sequence that no longer matches refused before any statement
 // (the servers' statement logs show none), a `none`-mode file failing after its first statement (Partial,
-// with position and SQLSTATE/errno), and a run killed mid-statement reported uncertain.
+// with position and SQLSTATE/errno), and a run killed mid-statement or whose connection is ended reported
+// uncertain.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -100,8 +101,8 @@ interface Engine {
   server(): PostgresServer | MariadbServer;
   /** A statement that fails at run time on a missing table, with the codes each server answers. */
   readonly missingTable: { sqlstate: string; errno?: number };
-  /** A statement that holds its connection for a long while. */
-  readonly sleep: string;
+  /** A statement that holds its connection for that many seconds (each test its own, to find it again). */
+  sleep(seconds: number): string;
 }
 
 const ENGINES: readonly Engine[] = [
@@ -109,13 +110,13 @@ const ENGINES: readonly Engine[] = [
     name: 'postgres',
     server: () => postgres,
     missingTable: { sqlstate: '42P01' },
-    sleep: 'SELECT pg_sleep(60)',
+    sleep: (seconds) => `SELECT pg_sleep(${seconds})`,
   },
   {
     name: 'mysql',
     server: () => mariadb,
     missingTable: { sqlstate: '42S02', errno: 1146 },
-    sleep: 'DO SLEEP(60)',
+    sleep: (seconds) => `DO SLEEP(${seconds})`,
   },
 ];
 
@@ -140,6 +141,40 @@ for (const engine of ENGINES) {
      */
     const logged = (text: string): number =>
       readFileSync(engine.server().logFile, 'utf8').split(text).length - 1;
+    /** Ends, as the server's administrator, every session running a statement that contains `text`. */
+    async function endSessionsRunning(text: string): Promise<number> {
+      if (engine.name === 'postgres') {
+        const c = new pg.Client({ connectionString: engine.server().adminUrl });
+        await c.connect();
+        try {
+          const r = await c.query(
+            'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND strpos(query, $1) > 0',
+            [text],
+          );
+          return r.rowCount ?? 0;
+        } finally {
+          await c.end();
+        }
+      }
+      const c = await mysql.createConnection(engine.server().adminUrl);
+      try {
+        const [rows] = await c.query(
+          'SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND INSTR(info, ?) > 0',
+          [text],
+        );
+        for (const { id } of rows as { id: number }[]) await c.query(`KILL CONNECTION ${Number(id)}`);
+        return (rows as unknown[]).length;
+      } finally {
+        await c.end();
+      }
+    }
+    async function waitForStatement(text: string): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      while (logged(text) === 0) {
+        assert.ok(Date.now() < deadline, `${text} never started`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     async function revisionTableExists(url: string): Promise<boolean> {
       const sql =
         "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'ptah_schema_revisions'";
@@ -383,6 +418,8 @@ for (const engine of ENGINES) {
       assert.equal(logged('CREATE TABLE pa_two'), 1);
       assert.equal(logged('pa_three'), 0, 'nothing after the failing statement ran');
       for (const text of [r.stdout, r.termination]) assert.ok(!text.includes('pa_missing'), 'no SQL text');
+      assert.match(r.termination, /"runOutcome":"partial"/);
+      assert.match(r.termination, /"stoppedAt":\{"version":"2","position":2/);
 
       const dirty = await history(db.url, dir);
       assert.equal(dirty.verdict, 'dirty');
@@ -392,9 +429,8 @@ for (const engine of ENGINES) {
 
     it('a run killed mid-statement is uncertain, never narrowed', async () => {
       const db = await database();
-      const marker = `kill_${engine.name}_marker`;
       const dir = directory(`${db.name}-kill`, {
-        '1_slow.sql': `-- ptah:txmode none\nCREATE TABLE ${marker} (id int);\n${engine.sleep};\n`,
+        '1_slow.sql': `-- ptah:txmode none\nCREATE TABLE kill_marker (id int);\n${engine.sleep(61)};\n`,
       });
       const read = await history(db.url, dir);
       const stop = new AbortController();
@@ -405,14 +441,9 @@ for (const engine of ENGINES) {
         { PTAH_TERMINATION_GRACE_PERIOD_SECONDS: '3' },
         stop.signal,
       );
-      // The Pod is asked to stop once the sleep is running on the server.
-      const deadline = Date.now() + 30_000;
-      while (
-        statementsMatching(/SLEEP\(60\)/i).filter((s) => !s.includes('ptah_schema_revisions')).length === 0
-      ) {
-        assert.ok(Date.now() < deadline, 'the slow statement never started');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // The Pod is asked to stop while the long statement runs: ptah gets SIGTERM, finishes nothing in
+      // 2 s, and is killed.
+      await waitForStatement(engine.sleep(61));
       stop.abort();
       const r = await running;
       assert.equal(r.exitCode, 5, r.stderr);
@@ -425,6 +456,36 @@ for (const engine of ENGINES) {
         appliedVersions: [],
       });
       assert.match(r.termination, /"outcome":"uncertain"/);
+      assert.match(
+        r.termination,
+        /"migration":\{"runOutcome":"unknown","mutationStarted":true,"appliedCount":0\}/,
+      );
+      // The server still runs the orphaned statement; end it so the next reading is not racing it.
+      await endSessionsRunning(engine.sleep(61));
+      assert.equal((await history(db.url, dir)).verdict, 'dirty', 'the history shows the run did not finish');
+    });
+
+    it('a connection lost mid-statement is reported unknown by ptah and framed uncertain', async () => {
+      const db = await database();
+      const dir = directory(`${db.name}-lost`, {
+        '1_ok.sql': 'CREATE TABLE lost_one (id int);\n',
+        '2_slow.sql': `-- ptah:txmode none\nCREATE TABLE lost_two (id int);\n${engine.sleep(62)};\n`,
+      });
+      const read = await history(db.url, dir);
+      const running = apply(db, dir, sequenceOf(read));
+      await waitForStatement(engine.sleep(62));
+      assert.ok((await endSessionsRunning(engine.sleep(62))) > 0, 'the session was ended');
+      const r = await running;
+      assert.equal(r.exitCode, 5, r.stderr);
+      assert.equal(r.result.outcome, 'uncertain');
+      assert.equal(r.result.error?.code, 'outcome_unknown');
+      const run = r.result.outputs.migrationApply!;
+      assert.equal(run.runOutcome, 'unknown');
+      assert.equal(run.reason, 'connection_lost');
+      assert.deepEqual(run.appliedVersions, ['1']);
+      assert.equal(run.stoppedAt?.version, '2');
+      assert.equal(run.stoppedAt?.position, 2);
+      assert.equal(run.stoppedAt?.statementsApplied, undefined, 'how far it got is not known');
     });
   });
 }
