@@ -129,12 +129,6 @@ for (const engine of ENGINES) {
       const url = await engine.server().createDatabase(name);
       return { url, name, identity: targetReport(url).identityDigest };
     }
-    const statementsMatching = (pattern: RegExp): string[] =>
-      engine
-        .server()
-        .statements()
-        .map((s) => s.sql)
-        .filter((sql) => pattern.test(sql));
     /**
      * How often the server's statement log holds a text. The raw log, not statements(): a statement that
      * follows a file's directive comment starts on the log line after the comment.
