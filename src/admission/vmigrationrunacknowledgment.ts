@@ -5,6 +5,7 @@
  * acknowledgedBy was not stamped from this request. On UPDATE it refuses any change to the spec: an
  * acknowledgment settles one run, once, as one person.
  */
+import { UNRESOLVED_RUN_ANNOTATION } from '../api/ptah-migration.ts';
 import type { PtahMigrationRunAcknowledgment } from '../api/ptah-migration-approval.ts';
 import type { MigrationSubjects } from './approval-subjects.ts';
 import {
@@ -48,7 +49,11 @@ export function validateRunAcknowledgment(subjects: MigrationSubjects) {
     const name = migration.metadata.name;
     const unresolved = migration.status?.unresolvedRun;
     if (unresolved === undefined)
-      return denied(`PtahMigration ${name} records no unresolved run: there is nothing to acknowledge`);
+      return denied(
+        migration.metadata.annotations?.[UNRESOLVED_RUN_ANNOTATION] !== undefined
+          ? `PtahMigration ${name} records no unresolved run in its status, but its ${UNRESOLVED_RUN_ANNOTATION} annotation holds one (status was dropped, by a restore perhaps): the manager brings it back into status at its next pass; acknowledge it then`
+          : `PtahMigration ${name} records no unresolved run: there is nothing to acknowledge`,
+      );
     if (unresolved.operationId !== spec.operationId)
       return denied(
         `the acknowledgment names operation ${spec.operationId}, but the unresolved run of PtahMigration ${name} is operation ${unresolved.operationId} (${unresolved.outcome}, Job ${unresolved.jobName}); acknowledge that one`,

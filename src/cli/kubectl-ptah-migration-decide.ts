@@ -6,6 +6,7 @@
  * the authenticated request, and the command prints what they stamped.
  */
 import { GROUP_VERSION } from '../api/meta.ts';
+import { UNRESOLVED_RUN_ANNOTATION } from '../api/ptah-migration.ts';
 import type {
   PtahMigrationApproval,
   PtahMigrationRunAcknowledgment,
@@ -89,7 +90,9 @@ export async function runAcknowledgeRun(name: string, flags: DecideFlags): Promi
   if (run === undefined)
     throw new PluginError(
       PLUGIN_EXIT.absent,
-      `PtahMigration ${name} records no unresolved run (phase ${migration.status?.phase ?? 'no status yet'}): nothing to acknowledge`,
+      migration.metadata.annotations?.[UNRESOLVED_RUN_ANNOTATION] !== undefined
+        ? `PtahMigration ${name} records no unresolved run in its status yet, but its ${UNRESOLVED_RUN_ANNOTATION} annotation holds one: the manager brings it back into status at its next pass; acknowledge it then`
+        : `PtahMigration ${name} records no unresolved run (phase ${migration.status?.phase ?? 'no status yet'}): nothing to acknowledge`,
     );
   if (flags.operation !== undefined && flags.operation !== run.operationId)
     throw new PluginError(

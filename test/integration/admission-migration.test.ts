@@ -658,6 +658,33 @@ describe('kubectl ptah migration, through the real kubectl, as the approver', ()
       /PtahMigration cli-db records no unresolved run \(phase AwaitingApproval\): nothing to acknowledge/,
     );
 
+    // Status dropped by a restore, the annotation kept: the run is not settled, and it is not yet in status.
+    const restored = await migrationWaitingOnPlan('annotated-db', {
+      [UNRESOLVED_RUN_ANNOTATION]: JSON.stringify(unresolvedRun()),
+    });
+    const early = await kubectl([
+      'ptah',
+      'migration',
+      'acknowledge',
+      'annotated-db',
+      '-n',
+      namespace,
+      '--yes',
+    ]);
+    assert.equal(early.code, 3);
+    assert.match(
+      early.stderr,
+      /records no unresolved run in its status yet, but its operator\.ptah\.run\/unresolved-run annotation holds one: the manager brings it back into status at its next pass/,
+    );
+    await assert.rejects(
+      approver.createNamespacedCustomObject({
+        ...at('ptahmigrationrunacknowledgments'),
+        body: acknowledgmentBody('too-early', 'annotated-db', restored.uid),
+      }),
+      (e) =>
+        /in its status, but its operator\.ptah\.run\/unresolved-run annotation holds one/.test(denial(e)),
+    );
+
     await writeStatus('cli-db', { phase: 'Blocked', unresolvedRun: unresolvedRun() });
     const status = await kubectl(['ptah', 'migration', 'status', 'cli-db', '-n', namespace]);
     assert.match(

@@ -406,6 +406,18 @@ describe('vmigrationrunacknowledgment', () => {
     },
     { name: 'a missing migration', m: undefined, ok: false, why: /PtahMigration orders does not exist/ },
     {
+      name: 'a run only the annotation still holds (status dropped), saying the manager restores it',
+      m: {
+        ...migration(),
+        metadata: {
+          ...migration().metadata,
+          annotations: { 'operator.ptah.run/unresolved-run': JSON.stringify({ operationId: OP }) },
+        },
+      },
+      ok: false,
+      why: /records no unresolved run in its status, but its operator\.ptah\.run\/unresolved-run annotation holds one .*the manager brings it back into status at its next pass/,
+    },
+    {
       name: 'an acknowledgedBy typed by the client',
       m: partial,
       a: stampedAck({ acknowledgedBy: { username: 'dba-lead' } }),
