@@ -26,9 +26,11 @@ act_job_on_node_agent() {
   node --import tsx test/env/demo-job.ts
 }
 
-# Act 2: the operator's worked example. The admin installs the CRDs, RBAC and approval webhooks and
-# starts the manager; the ordinary user declares a schema (apply: OnApproval) for a fresh PostgreSQL
-# database; the approver approves the published plan; the database converges and the journal shows it.
+# Act 2: the operator's worked example. The admin installs the operator with helm (the chart in
+# deploy/helm/ptah-operator: the manager runs as the Deployment's two Pods on the node agent, serving
+# the webhooks behind their Service); the ordinary user declares a schema (apply: OnApproval) for a
+# fresh PostgreSQL database; the approver approves the published plan; the database converges and the
+# journal shows it; the release is uninstalled.
 act_operator_worked_example() {
   node --import tsx test/env/demo-operator.ts
 }

@@ -1,11 +1,11 @@
 /**
  * The demo's second act, the operator's worked example, run as people would run it:
- *   the cluster admin installs the CRDs, the RBAC of deploy/rbac (binding the people's ClusterRoles) and the
- *   approval webhooks and starts the manager;
+ *   the cluster admin installs the operator with `helm install` of deploy/helm/ptah-operator (the manager
+ *   runs as the Deployment's two Pods on the node agent) and binds the people's ClusterRoles;
  *   the ordinary user declares a schema for a fresh PostgreSQL database (Secret + ConfigMap + PtahSchema
  *   with apply: OnApproval) and watches it reach AwaitingApproval, then reads the published plan;
  *   the approver approves exactly that plan; the user watches it reach InSync and reads the database
- *   and the journal. The manager is stopped at the end, also on failure or Ctrl-C.
+ *   and the journal. The release is uninstalled at the end, also on failure or Ctrl-C.
  * Reads the environment from $PTAH_ENV_DIR/env.json (written by `npm run env -- up`).
  */
 import { randomBytes } from 'node:crypto';
@@ -19,7 +19,7 @@ import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
 import { redact } from '../../src/engine/database-url.ts';
-import { installOperator, waitFor, WaitAborted } from './demo-operator-install.ts';
+import { installOperator, waitFor, WaitAborted, type InstalledOperator } from './demo-operator-install.ts';
 import {
   explainStop,
   printDatabase,
@@ -29,7 +29,6 @@ import {
   readPublishedPlan,
 } from './demo-operator-view.ts';
 import type { EnvironmentDescription } from './environment.ts';
-import type { ManagedProcess } from './process.ts';
 
 const SCHEMA_SQL = `-- The shop's declared schema: countries (reference rows) and the customers who live in them.
 CREATE TABLE public.countries (
@@ -93,8 +92,7 @@ async function createDatabase(adminUrl: string, name: string): Promise<string> {
 
 interface Demo {
   readonly description: EnvironmentDescription;
-  readonly manager: ManagedProcess;
-  readonly managerLog: string;
+  readonly operator: InstalledOperator;
   readonly runId: string;
   readonly startedAt: number;
   readonly secrets: string[];
@@ -123,7 +121,8 @@ async function watchUntil(
     return await waitFor(
       `PtahSchema ${name} to reach ${milestone}`,
       async () => {
-        if (demo.manager.exited()) throw new WaitAborted(`the manager exited; see ${demo.managerLog}`);
+        const down = await demo.operator.problem();
+        if (down) throw new WaitAborted(`the manager is not running: ${down}`);
         const s = (await objects.getNamespacedCustomObject({
           ...at(demo.description.testNamespace, 'ptahschemas'),
           name,
@@ -314,32 +313,29 @@ async function main(): Promise<number> {
   }
   const runId = Date.now().toString(36).slice(-6);
 
-  section('the cluster admin installs the operator');
-  let installed;
+  section('the cluster admin installs the operator with helm');
+  let operator: InstalledOperator;
   try {
-    installed = await installOperator(description, runId);
+    operator = await installOperator(description);
   } catch (error) {
     console.error(`demo-operator: FAILED to install the operator: ${safe((error as Error).message)}`);
     return 1;
   }
-  const { manager, logFile } = installed;
-  let stopping: Promise<void> | undefined;
-  const stopManager = () => (stopping ??= manager.stop(10_000));
-  // Ctrl-C or a TERM from the shell: stop the manager cleanly before going.
+  let removing: Promise<void> | undefined;
+  const uninstall = () => (removing ??= operator.uninstall());
+  // Ctrl-C or a TERM from the shell: uninstall the release before going.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      console.error(`demo-operator: ${signal}; stopping the manager`);
-      void stopManager().then(() => {
-        console.error('demo-operator: manager stopped');
-        process.exit(128 + os.constants.signals[signal]);
-      });
+      console.error(`demo-operator: ${signal}; uninstalling the operator`);
+      void uninstall()
+        .catch(() => undefined)
+        .then(() => process.exit(128 + os.constants.signals[signal]));
     });
   }
   try {
     await workedExample({
       description,
-      manager,
-      managerLog: logFile,
+      operator,
       runId,
       startedAt,
       secrets,
@@ -351,14 +347,18 @@ async function main(): Promise<number> {
     return 0;
   } catch (error) {
     console.error(`\ndemo-operator: FAILED: ${safe((error as Error).message)}`);
-    // The environment (and this log with it) is taken down next, so show its end now.
-    const tail = readFileSync(logFile, 'utf8').trimEnd().split('\n').slice(-30).join('\n');
-    console.error(`demo-operator: the last lines of the manager's log (${logFile}):\n${safe(tail)}`);
+    // The environment (and the Pods' logs with it) is taken down next, so show their end now.
+    const tail = await operator.logTail(30).catch((e: unknown) => `(no logs: ${(e as Error).message})`);
+    console.error(`demo-operator: the last lines of the manager Pods' logs:\n${safe(tail)}`);
     return 1;
   } finally {
-    await stopManager();
-    console.log(
-      `demo-operator: manager stopped (exit code ${manager.child.exitCode ?? manager.child.signalCode})`,
+    const started = Date.now();
+    await uninstall().then(
+      () =>
+        console.log(
+          `demo-operator: helm uninstall ptah: done in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+        ),
+      (error: unknown) => console.error(`demo-operator: ${safe((error as Error).message)}`),
     );
   }
 }
