@@ -536,12 +536,9 @@ export class PgObjects {
           funcname: [{ String: { sval: sig.schema } }, { String: { sval: sig.name } }],
         };
         const render = (replace: boolean) => `${deparseNode({ CreateFunctionStmt: { ...named, replace } })}`;
-        // A SQL function's body is checked against the tables when it is created; pg_dump turns that off
-        // too, since the tables may come later in the plan.
-        const prelude =
-          language === 'sql' && node['sql_body'] === undefined
-            ? ['SET LOCAL check_function_bodies = off']
-            : [];
+        // A function's body is checked when it is created (a SQL body against the tables, a PL/pgSQL one's
+        // declared variable types); pg_dump turns that off too, since what it names may come later.
+        const prelude = node['sql_body'] === undefined ? ['SET LOCAL check_function_bodies = off'] : [];
         return {
           kind: 'Defined',
           objectType: sig.procedure ? 'procedure' : 'function',
