@@ -72,8 +72,11 @@ export function topologicalTables(tables: readonly Table[]): Table[] {
   return stableTopo(
     tables,
     (t) => objectKey(t.schema, t.name),
-    (t) =>
-      t.constraints.flatMap((c) => (c.kind === 'ForeignKey' ? [objectKey(c.refSchema, c.refTable)] : [])),
+    (t) => [
+      ...t.constraints.flatMap((c) => (c.kind === 'ForeignKey' ? [objectKey(c.refSchema, c.refTable)] : [])),
+      // A partition after its parent (and dropped before it).
+      ...(t.partitionOf !== undefined ? [objectKey(t.partitionOf.schema, t.partitionOf.table)] : []),
+    ],
   );
 }
 
@@ -534,6 +537,21 @@ function pair<T extends { name?: string }>(
 /** Returns true when a column was dropped or changed type (views reading the table are then recreated). */
 function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   const tr = ref(t);
+  const parent = (x: Table) => (x.partitionOf ? objectKey(x.partitionOf.schema, x.partitionOf.table) : '');
+  if ((live.partitionBy?.key ?? '') !== (t.partitionBy?.key ?? '') || parent(live) !== parent(t)) {
+    const how = (x: Table) =>
+      x.partitionBy
+        ? `partitioned by ${x.partitionBy.text}`
+        : x.partitionOf
+          ? `a partition of ${x.partitionOf.schema}.${x.partitionOf.table}`
+          : 'not partitioned';
+    push({
+      kind: 'Unsupported',
+      object: `table ${t.schema}.${t.name}`,
+      reason: `table ${t.schema}.${t.name} is ${how(live)} and is declared ${how(t)}; PostgreSQL cannot change that in place: do it in a migration (create the new table, move the rows, swap the names; or ATTACH/DETACH PARTITION)`,
+      category: 'columns_modified',
+    });
+  }
   let retyped = false;
   const cons = pair(live.constraints, t.constraints, constraintKey);
   const idx = pair(live.indexes, t.indexes, indexKey);

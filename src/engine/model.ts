@@ -135,6 +135,17 @@ export interface Table {
   readonly options?: TableOptions;
   /** Declared with `-- ptah:renamed-from <old>`: a live table of that name (same schema) is this one. */
   readonly renamedFrom?: string;
+  /** A partitioned table's key (`RANGE (payment_date)`); compared, a change is refused. */
+  readonly partitionBy?: Expr;
+  /** A partition: its parent (same columns, so the model lists none for it) and its bound (rendered). */
+  readonly partitionOf?: PartitionOf;
+}
+
+export interface PartitionOf {
+  readonly schema: string;
+  readonly table: string;
+  /** As written after the parent (`FOR VALUES IN ('a')`, `DEFAULT`); not compared (see pg-partitions.ts). */
+  readonly bound: string;
 }
 
 export interface EnumType {

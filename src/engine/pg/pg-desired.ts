@@ -7,6 +7,8 @@ import { loadModule, parseSync } from 'libpg-query';
 import type {
   Column,
   Constraint,
+  Expr,
+  PartitionOf,
   EnumType,
   Extension,
   FkAction,
@@ -24,6 +26,7 @@ import type {
 import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import { ObjectDeclarationError, PgObjects } from './pg-objects.ts';
+import { partitionBound, partitionKey } from './pg-partitions.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -153,6 +156,8 @@ interface TableDraft {
   constraints: Constraint[];
   indexes: Index[];
   comment?: string;
+  partitionBy?: Expr;
+  partitionOf?: PartitionOf;
 }
 
 interface ViewDraft {
@@ -483,21 +488,26 @@ export class DesiredStateBuilder {
     const { schema, name } = rel(n['relation'], this.defaultSchema);
     const what = `${this.where(s)}: table ${schema}.${name}`;
     const unmanagedKind =
-      n['partbound'] !== undefined
-        ? 'partition'
-        : n['partspec'] !== undefined
-          ? 'partitioned table'
-          : n['inhRelations'] !== undefined
-            ? 'inheritance child'
-            : n['ofTypename'] !== undefined
-              ? 'typed table'
-              : undefined;
+      n['inhRelations'] !== undefined && n['partbound'] === undefined
+        ? 'inheritance child'
+        : n['ofTypename'] !== undefined
+          ? 'typed table'
+          : undefined;
     if (unmanagedKind !== undefined) {
       // Left alone whole, in the database and here alike: never created, altered or dropped by a plan.
       this.unmanagedRelation(unmanagedKind, schema, name);
       return;
     }
     const t: TableDraft = { schema, name, columns: [], constraints: [], indexes: [] };
+    if (isRecord(n['partspec'])) t.partitionBy = partitionKey(n['partspec'], this.defaultSchema);
+    if (isRecord(n['partbound'])) {
+      const parent = rel(((n['inhRelations'] as unknown[] | undefined) ?? [])[0], this.defaultSchema);
+      t.partitionOf = { schema: parent.schema, table: parent.name, bound: partitionBound(n['partbound']) };
+      if (((n['tableElts'] as AstNode[] | undefined) ?? []).some((el) => isRecord(el['ColumnDef'])))
+        throw new DesiredStateError(
+          `${what}: column options in PARTITION OF are not supported; a partition has its parent's columns`,
+        );
+    }
     if (this.tables.has(objectKey(schema, name)))
       throw new DesiredStateError(`${what} is declared twice; keep one declaration`);
     this.tables.set(objectKey(schema, name), t);
@@ -700,8 +710,16 @@ export class DesiredStateBuilder {
     // Ownership is not managed; pg_dump spells a sequence's or view's owner as ALTER TABLE ... OWNER TO.
     if (only('AT_ChangeOwner')) return;
     if (n['objtype'] !== 'OBJECT_TABLE') {
-      // pg_dump attaches each partition's index to its parent's index, and sets matview/foreign table
-      // options: parts of objects that are not managed.
+      // pg_dump attaches each partition's index to its parent's index: the partition's index is then the
+      // parent's, made by PostgreSQL for every partition, not one of the partition's own.
+      if (n['objtype'] === 'OBJECT_INDEX' && only('AT_AttachPartition')) {
+        for (const cmd of cmds) {
+          const child = rel(((cmd['def'] as AstNode)['PartitionCmd'] as AstNode)['name'], this.defaultSchema);
+          this.inheritedIndex(child.schema, child.name);
+        }
+        return;
+      }
+      // Matview and foreign table options: parts of objects that are not managed.
       if (['OBJECT_INDEX', 'OBJECT_MATVIEW', 'OBJECT_FOREIGN_TABLE'].includes(String(n['objtype']))) return;
       if (n['objtype'] === 'OBJECT_SEQUENCE' || n['objtype'] === 'OBJECT_VIEW') {
         throw new DesiredStateError(
@@ -718,12 +736,17 @@ export class DesiredStateBuilder {
       // pg_dump creates a partition as a plain table and attaches it afterwards.
       const partition = (cmd['def'] as AstNode)['PartitionCmd'] as AstNode;
       const child = rel(partition['name'], this.defaultSchema);
-      this.unmanagedRelation('partition', child.schema, child.name);
+      if (this.isUnmanagedRelation({ schema, name }) || this.isUnmanagedRelation(child)) {
+        this.unmanagedRelation('partition', child.schema, child.name);
+        continue;
+      }
+      this.table(child.schema, child.name, s).partitionOf = {
+        schema,
+        table: name,
+        bound: partitionBound(partition['bound'] as AstNode),
+      };
     }
-    if (only('AT_AttachPartition')) {
-      this.unmanagedRelation('partitioned table', schema, name);
-      return;
-    }
+    if (only('AT_AttachPartition')) return;
     if (this.isUnmanagedRelation({ schema, name })) return;
     const t = this.table(schema, name, s);
     const what = `${this.where(s)}: table ${schema}.${name}`;
@@ -793,6 +816,20 @@ export class DesiredStateBuilder {
             `${what}: ALTER TABLE ${String(cmd['subtype']).replace('AT_', '')} is not supported in a desired state; write the final shape in CREATE TABLE`,
           );
       }
+    }
+  }
+
+  /** A partition's index (or key) attached to its parent's: PostgreSQL's, dropped from the partition. */
+  private inheritedIndex(schema: string, name: string): void {
+    if (this.indexesOfUnmanaged.has(objectKey(schema, name))) return;
+    for (const t of this.tables.values()) {
+      if (t.schema !== schema) continue;
+      const i = t.indexes.findIndex((x) => x.name === name);
+      if (i >= 0) t.indexes.splice(i, 1);
+      const c = t.constraints.findIndex(
+        (x) => x.name === name && (x.kind === 'PrimaryKey' || x.kind === 'Unique'),
+      );
+      if (c >= 0) t.constraints.splice(c, 1);
     }
   }
 
@@ -1027,7 +1064,10 @@ export class DesiredStateBuilder {
         schema: t.schema,
         name: t.name,
         ...(t.renamedFrom !== undefined ? { renamedFrom: t.renamedFrom } : {}),
-        columns: t.columns.map((c) => Object.freeze({ ...c })),
+        ...(t.partitionBy !== undefined ? { partitionBy: t.partitionBy } : {}),
+        ...(t.partitionOf !== undefined ? { partitionOf: t.partitionOf } : {}),
+        // A partition's columns are its parent's (pg_dump repeats them): compared on the parent only.
+        columns: t.partitionOf !== undefined ? [] : t.columns.map((c) => Object.freeze({ ...c })),
         constraints,
         indexes: t.indexes,
         ...(t.comment !== undefined ? { comment: t.comment } : {}),

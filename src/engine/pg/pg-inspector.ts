@@ -47,7 +47,12 @@ ORDER BY 1, 2`;
 const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS relkind,
   c.relispartition AS is_partition, obj_description(c.oid, 'pg_class') AS comment,
   EXISTS (SELECT 1 FROM pg_inherits ih WHERE ih.inhrelid = c.oid) AS is_child,
-  CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS view_def
+  CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS view_def,
+  CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS part_key,
+  CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS part_bound,
+  (SELECT quote_ident(pn.nspname) || '.' || quote_ident(pc.relname) FROM pg_inherits pi
+     JOIN pg_class pc ON pc.oid = pi.inhparent JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+   WHERE c.relispartition AND pi.inhrelid = c.oid) AS part_parent
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
 ORDER BY 2, 3`;
@@ -62,21 +67,25 @@ FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 LEFT JOIN pg_collation co ON co.oid = a.attcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
-WHERE c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND ${USER_SCHEMA}
+WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped AND ${USER_SCHEMA}
 ORDER BY a.attrelid, a.attnum`;
 
 const Q_CONSTRAINTS = `SELECT co.conrelid::text AS oid, co.conname AS name, co.contype AS type,
   pg_get_constraintdef(co.oid) AS def
 FROM pg_constraint co JOIN pg_class c ON c.oid = co.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r' AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
+WHERE c.relkind IN ('r', 'p') AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
+  -- A partition's copies of its parent's keys, foreign keys and checks are the parent's.
+  AND co.conparentid = 0 AND co.conislocal
 ORDER BY co.conrelid, co.conname`;
 
 const Q_INDEXES = `SELECT i.indrelid::text AS oid, ci.relname AS name, pg_get_indexdef(i.indexrelid) AS def,
   obj_description(ci.oid, 'pg_class') AS comment
 FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'r' AND ${USER_SCHEMA}
+WHERE c.relkind IN ('r', 'p') AND ${USER_SCHEMA}
   AND NOT EXISTS (SELECT 1 FROM pg_constraint co WHERE co.conindid = i.indexrelid AND co.conrelid = i.indrelid AND co.contype IN ('p', 'u', 'x'))
+  -- A partition's index attached to its parent's is the parent's.
+  AND NOT EXISTS (SELECT 1 FROM pg_inherits ii WHERE ii.inhrelid = i.indexrelid)
 ORDER BY i.indrelid, ci.relname`;
 
 /** Objects the model does not manage, so they are reported and never dropped. */
@@ -117,7 +126,6 @@ const Q_RESTORE_SEARCH_PATH = `SELECT set_config('search_path', $1, true) AS res
 export const CATALOG_QUERY_COUNT = 12;
 
 const RELKIND_UNMANAGED: Readonly<Record<string, string>> = {
-  p: 'partitioned table',
   m: 'materialized view',
   f: 'foreign table',
 };
@@ -230,18 +238,20 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     name: str(u['name']),
   }));
   const views: string[] = [];
+  // After every table: a partition names its parent, which may come later by name.
+  const partitions: string[] = [];
   for (const r of c.relations) {
     const schema = str(r['schema']);
     const name = str(r['name']);
     const q = quoteQualified(schema, name);
     const relkind = str(r['relkind']);
     const oid = str(r['oid']);
-    if (RELKIND_UNMANAGED[relkind] !== undefined || r['is_partition'] === 't' || r['is_child'] === 't') {
+    const partition = r['is_partition'] === 't';
+    if (RELKIND_UNMANAGED[relkind] !== undefined || (r['is_child'] === 't' && !partition)) {
       // An inheritance child is left alone whole: as a plain table it would be planned as DROP TABLE.
       unmanaged.push({
         kind: 'Unmanaged',
-        objectKind:
-          RELKIND_UNMANAGED[relkind] ?? (r['is_partition'] === 't' ? 'partition' : 'inheritance child'),
+        objectKind: RELKIND_UNMANAGED[relkind] ?? 'inheritance child',
         schema,
         name,
       });
@@ -276,10 +286,17 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     for (const con of cons.get(oid) ?? []) {
       elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${str(con['def'])}`);
     }
-    out.push(`CREATE TABLE ${q} (${elements.join(', ')});`);
+    const partitionBy = r['part_key'] === null ? '' : ` PARTITION BY ${str(r['part_key'])}`;
+    if (partition) {
+      // Its columns are its parent's (the columns query leaves them out); its own constraints are listed.
+      const own = elements.length > 0 ? ` (${elements.join(', ')})` : '';
+      partitions.push(
+        `CREATE TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy};`,
+      );
+    } else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
-      out.push(`${str(i['def'])};`);
+      (partition ? partitions : out).push(`${str(i['def'])};`);
       comment(`INDEX ${quoteQualified(schema, str(i['name']))}`, i['comment']);
     }
   }
@@ -314,7 +331,7 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     objects.push(str(o['def']));
     if (o['comment_sql'] !== null) comments.push(str(o['comment_sql']));
   }
-  const script = [...out, ...views, ...objects, ...comments].join('\n');
+  const script = [...out, ...partitions, ...views, ...objects, ...comments].join('\n');
   for (const stmt of parseStatements(script, 'catalog')) {
     try {
       b.addStatement(stmt);

@@ -513,7 +513,7 @@ export class PgObjects {
     switch (d.type) {
       case 'function': {
         const { sig, node } = d;
-        const { key, replaceKey, language } = functionKey(node, ds, d.what);
+        const { key, replaceKey } = functionKey(node, ds, d.what);
         const kind = sig.procedure ? 'PROCEDURE' : 'FUNCTION';
         const target = `${kind} ${quoteQualified(sig.schema, sig.name)}(${sig.args.map((a) => a.sql).join(', ')})`;
         const params = ((node['parameters'] as AstNode[] | undefined) ?? []).map(

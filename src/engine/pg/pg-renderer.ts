@@ -68,8 +68,28 @@ function commentTarget(t: CommentTarget): string {
   return `${t.objectType} ${quoteQualified(t.schema, t.name)}`;
 }
 
+const SHARED = sharedRenderer({
+  quoteIdent,
+  quoteLiteral,
+  renderType,
+  columnDefinition,
+  tableSuffix: (t) => (t.partitionBy !== undefined ? ` PARTITION BY ${t.partitionBy.text}` : ''),
+});
+
 const RENDER: RendererTable = {
-  ...sharedRenderer({ quoteIdent, quoteLiteral, renderType, columnDefinition }),
+  ...SHARED,
+  // A partition has its parent's columns: it is created as one, with its own constraints added after.
+  CreateTable: (c) => {
+    const p = c.table.partitionOf;
+    if (p === undefined) return SHARED.CreateTable(c);
+    const t = quoteQualified(c.table.schema, c.table.name);
+    return [
+      `CREATE TABLE ${t} PARTITION OF ${quoteQualified(p.schema, p.table)} ${p.bound}${c.table.partitionBy !== undefined ? ` PARTITION BY ${c.table.partitionBy.text}` : ''}`,
+      ...c.table.constraints.flatMap((k) =>
+        SHARED.AddConstraint({ kind: 'AddConstraint', table: c.table, constraint: k }),
+      ),
+    ];
+  },
   CreateSchema: (c) => [
     `CREATE SCHEMA ${quoteIdent(c.schema)}`,
     ...(c.comment !== undefined
