@@ -1,6 +1,7 @@
 /**
- * The manager process: watches that wake a rate-limited work queue, leader election on a Lease, and the
- * schema reconciler behind the queue. Start order and why:
+ * The manager process: watches that wake a rate-limited work queue, leader election on a Lease, and both
+ * families' reconcilers (PtahSchema, PtahMigration) behind the one queue; a migration's key carries the
+ * `migration:` prefix, so the two families never share a key. Start order and why:
  *   1. watches — every replica keeps them warm, so a new leader starts from a full picture;
  *   2. leader election — only the Lease holder reconciles; losing the Lease ends `start` so the process
  *      exits instead of acting without authority;
@@ -22,6 +23,7 @@ import { keyString, parseKey } from './runtime/reconcile.ts';
 import { runWorkers, WorkQueue } from './runtime/work-queue.ts';
 import { PtahObjects } from './runtime/kube.ts';
 import { SchemaReconciler, type SchemaCache } from './schema/reconciler.ts';
+import { MigrationReconciler } from './migration/reconciler.ts';
 import { approvalWebhookGate, type ApprovalGate } from './runtime/approval-webhook-gate.ts';
 
 export interface ManagerOptions {
@@ -45,10 +47,17 @@ type Watched = k8s.KubernetesObject;
 /** Only what routing an event needs; the reconciler reads the full objects itself. */
 type WatchedSchema = Watched & { spec?: { desired?: { configMap?: { name?: string } } } };
 type WatchedApproval = Watched & { spec?: { schemaRef?: { name?: string } } };
+type WatchedMigrationDecision = Watched & { spec?: { migrationRef?: { name?: string } } };
+
+const MIGRATION_KEY_PREFIX = 'migration:';
+function migrationKey(namespace: string, name: string): string {
+  return `${MIGRATION_KEY_PREFIX}${keyString({ namespace, name })}`;
+}
 
 export class Manager {
   private readonly informers: k8s.Informer<Watched>[] = [];
   private schemas: (k8s.Informer<WatchedSchema> & k8s.ObjectCache<WatchedSchema>) | undefined;
+  private migrations: (k8s.Informer<WatchedSchema> & k8s.ObjectCache<WatchedSchema>) | undefined;
   private jobs: (k8s.Informer<k8s.V1Job> & k8s.ObjectCache<k8s.V1Job>) | undefined;
   /** The schema watch has listed once: from then on its cache is the cluster's picture. */
   private schemasListed = false;
@@ -64,7 +73,7 @@ export class Manager {
       instrument(metrics, { schemas: this.schemas, jobs: this.jobs, queueDepth: () => queue.length });
     }
 
-    const reconciler = new SchemaReconciler({
+    const deps = {
       core: kubeConfig.makeApiClient(k8s.CoreV1Api),
       batch: withCrashPoints(kubeConfig.makeApiClient(k8s.BatchV1Api), process.env),
       ptah: new PtahObjects(kubeConfig.makeApiClient(k8s.CustomObjectsApi)),
@@ -77,6 +86,9 @@ export class Manager {
       approvalGate:
         this.options.approvalGate ??
         approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api)),
+    };
+    const reconciler = new SchemaReconciler({
+      ...deps,
       // The informer holds the whole objects (WatchedSchema only narrows what routing reads).
       schemaCache: {
         list: (namespace) =>
@@ -85,6 +97,7 @@ export class Manager {
             : undefined,
       } satisfies SchemaCache,
     });
+    const migrationReconciler = new MigrationReconciler(deps);
 
     const elector = new LeaderElector({
       api: kubeConfig.makeApiClient(k8s.CoordinationV1Api),
@@ -106,15 +119,25 @@ export class Manager {
         // Everything known so far is looked at once; events keep it current afterwards.
         metrics?.setLeader(true);
         for (const s of this.schemas?.list() ?? []) queue.add(keyOf(s));
+        for (const m of this.migrations?.list() ?? [])
+          queue.add(migrationKey(m.metadata?.namespace ?? '', m.metadata?.name ?? ''));
         await runWorkers(queue, leadership, {
           concurrency: this.options.workers ?? 2,
           handle: async (key) => {
             const started = Date.now();
-            const result = await reconciler.reconcile(parseKey(key), leadership).catch((error: unknown) => {
-              metrics?.reconciled('PtahSchema', 'error', (Date.now() - started) / 1000);
+            const migration = key.startsWith(MIGRATION_KEY_PREFIX);
+            // The metrics name PtahSchema only so far; a migration's passes are not counted yet.
+            const count = (outcome: 'success' | 'error') => {
+              if (!migration) metrics?.reconciled('PtahSchema', outcome, (Date.now() - started) / 1000);
+            };
+            const run = migration
+              ? migrationReconciler.reconcile(parseKey(key.slice(MIGRATION_KEY_PREFIX.length)), leadership)
+              : reconciler.reconcile(parseKey(key), leadership);
+            const result = await run.catch((error: unknown) => {
+              count('error');
               throw error;
             });
-            metrics?.reconciled('PtahSchema', 'success', (Date.now() - started) / 1000);
+            count('success');
             log.debug({ key, ms: Date.now() - started, requeueAfterMs: result.requeueAfterMs }, 'reconciled');
             return result;
           },
@@ -172,6 +195,20 @@ export class Manager {
           plural: 'ptahschemaplans',
         }) as Promise<k8s.KubernetesListObject<Watched>>,
     );
+    const list = <T extends Watched>(plural: string) =>
+      k8s.makeInformer<T>(
+        kubeConfig,
+        `${group}/${plural}`,
+        () =>
+          custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural }) as Promise<
+            k8s.KubernetesListObject<T>
+          >,
+      );
+    const migrations = list<WatchedSchema>('ptahmigrations');
+    this.migrations = migrations;
+    const migrationApprovals = list<WatchedMigrationDecision>('ptahmigrationapprovals');
+    const acknowledgments = list<WatchedMigrationDecision>('ptahmigrationrunacknowledgments');
+    const migrationPlans = list<Watched>('ptahmigrationplans');
     const jobSelector = `${LABELS.managedBy}=${MANAGED_BY}`;
     const jobs = k8s.makeInformer<k8s.V1Job>(
       kubeConfig,
@@ -206,6 +243,23 @@ export class Manager {
         const ns = j.metadata?.namespace;
         const name = j.metadata?.labels?.[LABELS.schema];
         if (ns && name) queue.add(keyString({ namespace: ns, name }));
+        const migration = j.metadata?.labels?.[LABELS.migration];
+        if (ns && migration) queue.add(migrationKey(ns, migration));
+      });
+      migrations.on(verb, (m) =>
+        queue.add(migrationKey(m.metadata?.namespace ?? '', m.metadata?.name ?? '')),
+      );
+      for (const decisions of [migrationApprovals, acknowledgments]) {
+        decisions.on(verb, (a) => {
+          const ns = a.metadata?.namespace;
+          const name = a.spec?.migrationRef?.name;
+          if (ns && name) queue.add(migrationKey(ns, name));
+        });
+      }
+      migrationPlans.on(verb, (p) => {
+        const ns = p.metadata?.namespace;
+        const name = p.metadata?.labels?.[LABELS.migration];
+        if (ns && name) queue.add(migrationKey(ns, name));
       });
       configMaps.on(verb, (cm) => {
         // Our own snapshots and chunks are written by us; a source edit is what matters, read at once.
@@ -213,6 +267,10 @@ export class Manager {
         const ns = cm.metadata?.namespace;
         for (const s of schemas.list(ns)) {
           if (s.spec?.desired?.configMap?.name === cm.metadata?.name) queue.add(keyOf(s));
+        }
+        for (const m of migrations.list(ns)) {
+          if (m.spec?.desired?.configMap?.name === cm.metadata?.name)
+            queue.add(migrationKey(m.metadata?.namespace ?? '', m.metadata?.name ?? ''));
         }
       });
     }
@@ -222,6 +280,10 @@ export class Manager {
       ['ptahschemaapprovals', approvals as unknown as k8s.Informer<Watched>],
       ['ptahschemaplans', plans],
       ['jobs', jobs as unknown as k8s.Informer<Watched>],
+      ['ptahmigrations', migrations as unknown as k8s.Informer<Watched>],
+      ['ptahmigrationapprovals', migrationApprovals as unknown as k8s.Informer<Watched>],
+      ['ptahmigrationrunacknowledgments', acknowledgments as unknown as k8s.Informer<Watched>],
+      ['ptahmigrationplans', migrationPlans],
       ['configmaps', configMaps as unknown as k8s.Informer<Watched>],
     ];
     for (const [name, informer] of watched) {

@@ -86,19 +86,24 @@ export class PtahObjects {
   }
 
   /**
-   * Merge-patches metadata only (the deletion guard), with the resourceVersion read: a stale writer gets a
-   * conflict rather than undoing somebody else's change to the list.
+   * Merge-patches metadata only (the deletion guard; on a PtahMigration its unresolved-run annotation, `null`
+   * removing it), with the resourceVersion read: a stale writer gets a conflict rather than undoing somebody
+   * else's change. Returns the object as written, whose resourceVersion a status write that follows needs.
    */
-  async patchMetadata(
+  async patchMetadata<T = unknown>(
     plural: Plural,
     namespace: string,
     name: string,
-    metadata: { readonly resourceVersion?: string | undefined; readonly finalizers: readonly string[] },
-  ): Promise<void> {
-    await this.api.patchNamespacedCustomObject(
+    metadata: {
+      readonly resourceVersion?: string | undefined;
+      readonly finalizers?: readonly string[];
+      readonly annotations?: Readonly<Record<string, string | null>>;
+    },
+  ): Promise<T> {
+    return (await this.api.patchNamespacedCustomObject(
       { group: API_GROUP, version: API_VERSION, plural, namespace, name, body: { metadata } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    )) as T;
   }
 
   /** Replaces status with the resourceVersion the object carries: a stale writer gets a conflict. */

@@ -9,18 +9,11 @@
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import { schemaEngineShips } from '../../protocol/dialects.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type BatchV1Api,
-  type CoreV1Api,
-  type V1ConfigMap,
-  type V1Job,
-} from '@kubernetes/client-node';
+import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
-import { LABELS, READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
+import { READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
 import {
   canonicalEngine,
   type ExecutionBinding,
@@ -36,20 +29,18 @@ import { buildChunkConfigMap, CHUNK_KEY } from '../../plan-store/chunk-config-ma
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
+import { markDecision } from '../decision/mark-decision.ts';
 import { EventRecorder } from '../events/event-recorder.ts';
+import { finishJob } from '../jobs/finish-job.ts';
+import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
-import {
-  buildSourceSnapshot,
-  SNAPSHOT_COMPONENT,
-  unusedSnapshots,
-} from '../../sources/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
-import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
+import { isConflict, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 
@@ -314,46 +305,9 @@ export class SchemaReconciler {
         }
         return;
       }
-      case 'finishJob': {
-        const job = await readJob(batch, view.namespace, action.jobName);
-        if (job === undefined) return;
-        // A Job recreated under the claimed name by someone else is not ours to clean up.
-        if (action.jobUID !== undefined && job.metadata?.uid !== action.jobUID) return;
-        if (observeJob(job).state === 'finished') {
-          if (job.spec?.ttlSecondsAfterFinished === undefined) {
-            await batch
-              .patchNamespacedJob(
-                {
-                  namespace: view.namespace,
-                  name: action.jobName,
-                  body: { spec: { ttlSecondsAfterFinished: 300 } },
-                },
-                setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-              )
-              .catch((error: unknown) =>
-                log.warn(
-                  { job: action.jobName, code: (error as { code?: number }).code },
-                  'job cleanup ttl not set',
-                ),
-              );
-          }
-        } else {
-          await orUndefined(
-            batch.deleteNamespacedJob({
-              namespace: view.namespace,
-              name: action.jobName,
-              propagationPolicy: 'Background',
-              // Only the object just read: a Job recreated under the name in between stays.
-              ...(job.metadata?.uid !== undefined
-                ? { body: { preconditions: { uid: job.metadata.uid } } }
-                : {}),
-            }),
-          ).catch((error: unknown) => {
-            if (!isConflict(error)) throw error;
-          });
-        }
+      case 'finishJob':
+        await finishJob(batch, view.namespace, action, log);
         return;
-      }
       case 'consumeApproval':
         await this.markApproval(view.namespace, action.name, [
           {
@@ -402,19 +356,12 @@ export class SchemaReconciler {
         const inUse = new Set(action.keep);
         const claim = decision.status.claim;
         if (claim?.snapshotName) inUse.add(claim.snapshotName);
-        const owned = await core.listNamespacedConfigMap({
-          namespace: view.namespace,
-          labelSelector: `${LABELS.component}=${SNAPSHOT_COMPONENT},${LABELS.schema}=${view.name}`,
-        });
-        for (const cm of unusedSnapshots(owned.items as ConfigMapObject[], view.uid, inUse)) {
-          await orUndefined(
-            core.deleteNamespacedConfigMap({ namespace: view.namespace, name: cm.metadata.name }),
-          );
-          log.info(
-            { schema: view.name, namespace: view.namespace, snapshot: cm.metadata.name },
-            'unused snapshot deleted',
-          );
-        }
+        await collectSnapshots(
+          core,
+          { kind: 'PtahSchema', namespace: view.namespace, name: view.name, uid: view.uid },
+          inUse,
+          log,
+        );
         return;
       }
     }
@@ -458,22 +405,7 @@ export class SchemaReconciler {
 
   /** Accepted, Consumed and Stale as the approval's printer columns show them. */
   private async markApproval(namespace: string, name: string, updates: readonly ConditionUpdate[]) {
-    const a = await this.deps.ptah.get<PtahSchemaApproval>('ptahschemaapprovals', namespace, name);
-    if (a === undefined) return;
-    const generation = a.metadata.generation ?? 0;
-    const conditions = [
-      ...setConditions(
-        a.status?.conditions,
-        updates.map((u) => ({ ...u, observedGeneration: generation })),
-        this.clock(),
-      ),
-    ];
-    await this.deps.ptah.replaceStatus('ptahschemaapprovals', namespace, name, {
-      apiVersion: a.apiVersion,
-      kind: a.kind,
-      metadata: { name, namespace, resourceVersion: a.metadata.resourceVersion },
-      status: { ...(a.status ?? {}), observedGeneration: a.metadata.generation ?? 0, conditions },
-    });
+    await markDecision(this.deps.ptah, 'ptahschemaapprovals', namespace, name, updates, this.clock());
   }
 
   private async event(obj: PtahSchema, e: EventSpec): Promise<void> {
@@ -499,61 +431,14 @@ export class SchemaReconciler {
     now: Date,
     guard: WriteGuard,
   ): Promise<{ ok: true; value: Resolution } | { ok: false; reason: string; message: string }> {
-    const source = obj.spec.desired.configMap;
-    if (source === undefined)
-      return { ok: false, reason: 'SourceUnresolved', message: 'spec.desired names no ConfigMap' };
-    const cm = await readConfigMap(this.deps.core, view.namespace, source.name);
-    if (cm === undefined) {
-      return { ok: false, reason: 'SourceNotFound', message: `ConfigMap ${source.name} does not exist` };
-    }
-    let snapshot;
-    try {
-      snapshot = buildSourceSnapshot(obj, source, cm as ConfigMapObject);
-    } catch (error) {
-      const reason = (error as { reason?: string }).reason ?? 'SourceRefused';
-      return {
-        ok: false,
-        reason,
-        message: error instanceof Error ? error.message.slice(0, 256) : 'source refused',
-      };
-    }
-    const existing = await readConfigMap(this.deps.core, view.namespace, snapshot.configMap.metadata.name);
-    if (existing === undefined) {
-      guard();
-      try {
-        await this.deps.core.createNamespacedConfigMap({
-          namespace: view.namespace,
-          body: snapshot.configMap as V1ConfigMap,
-        });
-      } catch (error) {
-        if (!isConflict(error)) throw error;
-      }
-    } else if (existing.immutable !== true || !sameData(existing.binaryData, snapshot.configMap.binaryData)) {
-      // A ConfigMap of that name that is not our exact snapshot: refuse rather than read from it.
-      return {
-        ok: false,
-        reason: 'SnapshotReplaced',
-        message: `snapshot ${snapshot.configMap.metadata.name} was replaced`,
-      };
-    }
-    const previous = view.status.resolution;
-    return {
-      ok: true,
-      value: {
-        sourceType: 'ConfigMap',
-        configMapName: source.name,
-        configMapUID: snapshot.configMapUID,
-        contentDigest: snapshot.contentDigest,
-        snapshotName: snapshot.configMap.metadata.name,
-        fileCount: snapshot.fileCount,
-        size: snapshot.size,
-        resolvedAt:
-          previous?.contentDigest === snapshot.contentDigest &&
-          previous.configMapUID === snapshot.configMapUID
-            ? previous.resolvedAt
-            : now.toISOString(),
-      },
-    };
+    return resolveConfigMapSource(
+      this.deps.core,
+      obj,
+      obj.spec.desired.configMap,
+      view.status.resolution,
+      now,
+      guard,
+    );
   }
 
   /** More than one resource in the namespace naming the same realm: all of them are Blocked. */
@@ -829,14 +714,4 @@ function planInputs(
       statementCount: Math.max(1, out.statementCount ?? out.dryRunStatements ?? 1),
     },
   };
-}
-
-function sameData(
-  a: Readonly<Record<string, string>> | undefined,
-  b: Readonly<Record<string, string>> | undefined,
-): boolean {
-  const keys = (o: Readonly<Record<string, string>> | undefined) => Object.keys(o ?? {}).sort();
-  const ka = keys(a);
-  const kb = keys(b);
-  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a![k] === b![k]);
 }

@@ -1,0 +1,662 @@
+/**
+ * The I/O around `decideMigration`: gather the inputs from the API server (uncached), publish a plan from a
+ * history reading that has pending versions, then perform the decision in the contract's order (pre →
+ * status → post, then Events). Everything it writes it builds from the shared blocks the schema family uses:
+ * the snapshot resolution, the operation Job, the harvest, the realm Lease, decision marks and Events.
+ *
+ * The manager never reads a Secret and never opens a database connection.
+ */
+import type { BatchV1Api, CoreV1Api, V1Job } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { canonicalDigest } from '../../api/digest.ts';
+import {
+  coordinationDigest as realmDigest,
+  migrationPlanFingerprint,
+  migrationPlanName,
+} from '../../api/fingerprint.ts';
+import {
+  API_GROUP,
+  API_VERSION,
+  controllerOwnerReference,
+  LABELS,
+  MANAGED_BY,
+  READ_REQUESTED_ANNOTATION,
+} from '../../api/meta.ts';
+import {
+  MAX_PLAN_MIGRATIONS,
+  MIGRATION_FINALIZER,
+  UNRESOLVED_RUN_ANNOTATION,
+  type PtahMigration,
+} from '../../api/ptah-migration.ts';
+import type {
+  PtahMigrationApproval,
+  PtahMigrationRunAcknowledgment,
+} from '../../api/ptah-migration-approval.ts';
+import {
+  MIGRATION_PLAN_CONTRACT_VERSION,
+  type MigrationPlanBinding,
+  type PlannedMigration,
+  type PtahMigrationPlan,
+} from '../../api/ptah-migration-plan.ts';
+import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
+import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../protocol/result.ts';
+import { markDecision } from '../decision/mark-decision.ts';
+import { EventRecorder } from '../events/event-recorder.ts';
+import { finishJob } from '../jobs/finish-job.ts';
+import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
+import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
+import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
+import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
+import { isConflict, readJob, type PtahObjects } from '../runtime/kube.ts';
+import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
+import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
+import {
+  decideMigration,
+  isClaimedJob,
+  type EventSpec,
+  type MigrationDecideInput,
+  type MigrationDecision,
+  type MigrationPostAction,
+} from './decide.ts';
+import type {
+  Harvest,
+  MigrationClaim,
+  MigrationPlanCheck,
+  MigrationPlanStatus,
+  MigrationView,
+} from './model.ts';
+import { acknowledgmentView, migrationApprovalView, migrationView } from './view.ts';
+
+export interface MigrationReconcilerDeps {
+  readonly core: CoreV1Api;
+  readonly batch: BatchV1Api;
+  readonly ptah: PtahObjects;
+  readonly leases: RealmLeases;
+  readonly manager: ManagerIdentity;
+  readonly log: Logger;
+  readonly clock?: () => Date;
+  /** Whether the webhooks that stamp approvals and acknowledgments are registered. */
+  readonly approvalGate: ApprovalGate;
+}
+
+type WriteGuard = () => void;
+
+const PLAN_COMPONENT = 'migration-plan';
+
+export class MigrationReconciler {
+  private readonly clock: () => Date;
+  private readonly events: EventRecorder;
+
+  constructor(private readonly deps: MigrationReconcilerDeps) {
+    this.clock = deps.clock ?? (() => new Date());
+    this.events = new EventRecorder({
+      core: deps.core,
+      log: deps.log,
+      clock: this.clock,
+      component: 'ptah-operator',
+      controller: 'operator.ptah.run/manager',
+      instance: 'manager',
+    });
+  }
+
+  async reconcile(key: ObjectKey, leadership?: AbortSignal): Promise<ReconcileResult> {
+    const { ptah } = this.deps;
+    const guard: WriteGuard = () => leadership?.throwIfAborted();
+    const obj = await ptah.get<PtahMigration>('ptahmigrations', key.namespace, key.name);
+    if (obj === undefined) return {};
+    const view = migrationView(obj);
+    const now = this.clock();
+    const engine = canonicalEngine(view.spec.engine);
+    const coordination = engine
+      ? realmDigest({ engine, namespace: view.namespace, coordinationKey: view.spec.coordinationKey })
+      : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
+    const gate = await this.deps.approvalGate();
+    // A decision older than the guard may have passed no webhook, its stamp typed by hand: never read.
+    const guarded = (o: { metadata: { creationTimestamp?: string } }) =>
+      gate.ok && new Date(o.metadata.creationTimestamp ?? 0).getTime() > gate.since.getTime();
+    const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
+    let input: MigrationDecideInput = {
+      now,
+      migration: view,
+      ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
+      engineSupported: engine !== undefined,
+      ...(engine !== undefined ? { engine } : {}),
+      realmConflict:
+        engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
+      coordinationDigest: coordination,
+      executionBinding: executionBinding(this.deps.manager),
+      resolution: view.deleting
+        ? { ok: false, reason: 'Deleting', message: 'deleting' }
+        : await resolveConfigMapSource(
+            this.deps.core,
+            obj,
+            obj.spec.desired.configMap,
+            view.status.resolution,
+            now,
+            guard,
+          ),
+      approvals: gate.ok
+        ? (await ptah.list<PtahMigrationApproval>('ptahmigrationapprovals', view.namespace))
+            .filter((a) => a.spec.migrationRef.uid === view.uid && guarded(a))
+            .map(migrationApprovalView)
+        : [],
+      acknowledgments: gate.ok
+        ? (await ptah.list<PtahMigrationRunAcknowledgment>('ptahmigrationrunacknowledgments', view.namespace))
+            .filter((a) => a.spec.migrationRef.uid === view.uid && guarded(a))
+            .map(acknowledgmentView)
+        : [],
+      ...(gate.ok ? {} : { decisionsRefused: gate.reason }),
+    };
+    const claim = view.status.claim;
+    if (claim !== undefined) {
+      const job = await readJob(this.deps.batch, view.namespace, claim.jobName);
+      const observed = observeJob(job);
+      input = { ...input, job: observed };
+      if (claim.type === 'Apply' && claim.leaseEpoch !== undefined) {
+        const held = await this.deps.leases.current(coordination);
+        if (held?.holder !== realmHolderIdentity(view.uid) || held.epoch !== claim.leaseEpoch)
+          input = { ...input, leaseContinuityLost: true };
+      }
+      if (
+        observed.state === 'finished' &&
+        input.leaseContinuityLost !== true &&
+        isClaimedJob(claim, observed)
+      ) {
+        const harvest = await harvestJob(
+          this.deps.core,
+          view.namespace,
+          claim,
+          observed.uid,
+          claim.type === 'History' ? 'migration-history' : 'migration-apply',
+        );
+        input = {
+          ...input,
+          harvest,
+          ...(await this.publishIfNeeded(obj, view, coordination, harvest, guard)),
+        };
+      }
+      if (
+        observed.state === 'running' &&
+        input.leaseContinuityLost !== true &&
+        isClaimedJob(claim, observed)
+      ) {
+        const blocked = await blockedJob(this.deps.core, view.namespace, claim, observed.uid);
+        if (blocked !== undefined) input = { ...input, harvest: blocked };
+      }
+    }
+    const plan = view.status.plan;
+    if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
+      input = { ...input, planCheck: await this.checkPlan(view, plan, coordination) };
+    }
+    return this.perform(obj, view, coordination, decideMigration(input), guard);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+
+  private async perform(
+    obj: PtahMigration,
+    view: MigrationView,
+    coordination: string,
+    decision: MigrationDecision,
+    guard: WriteGuard,
+  ): Promise<ReconcileResult> {
+    const { ptah, log } = this.deps;
+    const holder = realmHolderIdentity(view.uid);
+    let status = decision.status;
+    let resourceVersion = obj.metadata.resourceVersion;
+    for (const pre of decision.pre) {
+      guard();
+      if (pre.kind === 'addFinalizer') {
+        await ptah.patchMetadata('ptahmigrations', view.namespace, view.name, {
+          resourceVersion,
+          finalizers: [...(obj.metadata.finalizers ?? []), MIGRATION_FINALIZER],
+        });
+        return { requeueAfterMs: 0 };
+      }
+      if (pre.kind === 'writeUnresolvedAnnotation') {
+        // The copy first: a restore that drops the status written next still brings the run back.
+        try {
+          const written = await ptah.patchMetadata<PtahMigration>(
+            'ptahmigrations',
+            view.namespace,
+            view.name,
+            {
+              resourceVersion,
+              annotations: { [UNRESOLVED_RUN_ANNOTATION]: JSON.stringify(pre.run) },
+            },
+          );
+          resourceVersion = written.metadata.resourceVersion;
+        } catch (error) {
+          if (isConflict(error)) return { requeueAfterMs: 0 };
+          throw error;
+        }
+        continue;
+      }
+      const lease = await this.deps.leases.acquire(coordination, holder, pre.durationSeconds);
+      if (!lease.held) {
+        log.info(
+          { migration: view.name, namespace: view.namespace },
+          'realm lease held by another resource; waiting',
+        );
+        return { requeueAfterMs: Math.min(lease.retryAfterMs, 5_000) };
+      }
+      if (status.claim !== undefined && status.claim.leaseEpoch === undefined) {
+        status = { ...status, claim: { ...status.claim, leaseEpoch: lease.epoch } };
+      } else if (status.claim?.leaseEpoch !== undefined && status.claim.leaseEpoch !== lease.epoch) {
+        return { requeueAfterMs: 0 };
+      }
+    }
+    const before = canonicalDigest(JSON.parse(JSON.stringify(view.status)) as never);
+    const after = canonicalDigest(JSON.parse(JSON.stringify(status)) as never);
+    if (before !== after) {
+      guard();
+      try {
+        await ptah.replaceStatus('ptahmigrations', view.namespace, view.name, {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          metadata: { name: view.name, namespace: view.namespace, resourceVersion },
+          status,
+        });
+      } catch (error) {
+        if (isConflict(error)) return { requeueAfterMs: 0 };
+        if (view.deleting && (error as { code?: number }).code === 404) return {};
+        throw error;
+      }
+      if (status.phase !== view.status.phase) {
+        log.info(
+          { migration: view.name, namespace: view.namespace, from: view.status.phase, to: status.phase },
+          'phase changed',
+        );
+      }
+    }
+    for (const action of decision.post) {
+      guard();
+      await this.post(view, status, action, coordination, holder);
+    }
+    for (const event of decision.events) {
+      guard();
+      await this.event(obj, event);
+    }
+    return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : {};
+  }
+
+  private async post(
+    view: MigrationView,
+    status: MigrationDecision['status'],
+    action: MigrationPostAction,
+    coordination: string,
+    holder: string,
+  ): Promise<void> {
+    const { batch, core, ptah, log } = this.deps;
+    const ns = view.namespace;
+    switch (action.kind) {
+      case 'createJob': {
+        const body = await this.jobFor(view, action.claim);
+        try {
+          await batch.createNamespacedJob({ namespace: ns, body });
+          log.info(
+            { migration: view.name, namespace: ns, job: action.claim.jobName, operation: action.claim.type },
+            'operation job created',
+          );
+        } catch (error) {
+          // The name is the lock: AlreadyExists means a previous pass (or process) created this very Job.
+          if (!isConflict(error)) throw error;
+        }
+        return;
+      }
+      case 'finishJob':
+        await finishJob(batch, ns, action, log);
+        return;
+      case 'consumeApproval':
+        await markDecision(
+          ptah,
+          'ptahmigrationapprovals',
+          ns,
+          action.name,
+          [
+            {
+              type: 'Consumed',
+              status: 'True',
+              reason: 'DispatchCommitted',
+              message: 'consumed by an apply',
+            },
+          ],
+          this.clock(),
+        );
+        return;
+      case 'staleApprovals': {
+        for (const a of await ptah.list<PtahMigrationApproval>('ptahmigrationapprovals', ns)) {
+          const v = migrationApprovalView(a);
+          if (a.spec.migrationRef.uid !== view.uid || v.consumed || v.stale) continue;
+          if (a.spec.planRef.uid === action.exceptPlanUID || a.spec.planRef.uid === status.plan?.uid)
+            continue;
+          await markDecision(
+            ptah,
+            'ptahmigrationapprovals',
+            ns,
+            a.metadata.name,
+            [{ type: 'Stale', status: 'True', reason: action.reason, message: action.message }],
+            this.clock(),
+          );
+        }
+        return;
+      }
+      case 'markAcknowledgment':
+        await markDecision(
+          ptah,
+          'ptahmigrationrunacknowledgments',
+          ns,
+          action.name,
+          [{ type: action.condition, status: 'True', reason: action.reason, message: action.message }],
+          this.clock(),
+        );
+        return;
+      case 'removeUnresolvedAnnotation': {
+        const current = await ptah.get<PtahMigration>('ptahmigrations', ns, view.name);
+        if (current?.metadata.annotations?.[UNRESOLVED_RUN_ANNOTATION] === undefined) return;
+        await ptah.patchMetadata('ptahmigrations', ns, view.name, {
+          resourceVersion: current.metadata.resourceVersion,
+          annotations: { [UNRESOLVED_RUN_ANNOTATION]: null },
+        });
+        return;
+      }
+      case 'releaseLease':
+        await this.deps.leases.release(coordination, holder);
+        return;
+      case 'removeFinalizer': {
+        const current = await ptah.get<PtahMigration>('ptahmigrations', ns, view.name);
+        const finalizers = current?.metadata.finalizers ?? [];
+        if (current === undefined || !finalizers.includes(MIGRATION_FINALIZER)) return;
+        await ptah.patchMetadata('ptahmigrations', ns, view.name, {
+          resourceVersion: current.metadata.resourceVersion,
+          finalizers: finalizers.filter((f) => f !== MIGRATION_FINALIZER),
+        });
+        log.info({ migration: view.name, namespace: ns }, 'deletion guard removed');
+        return;
+      }
+      case 'collectSnapshots': {
+        const inUse = new Set(action.keep);
+        if (status.claim?.snapshotName) inUse.add(status.claim.snapshotName);
+        await collectSnapshots(
+          core,
+          { kind: 'PtahMigration', namespace: ns, name: view.name, uid: view.uid },
+          inUse,
+          log,
+        );
+        return;
+      }
+    }
+  }
+
+  private async jobFor(view: MigrationView, claim: MigrationClaim): Promise<V1Job> {
+    let plan: PtahMigrationPlan | undefined;
+    if (claim.type === 'Apply') {
+      plan = await this.deps.ptah.get<PtahMigrationPlan>(
+        'ptahmigrationplans',
+        view.namespace,
+        claim.planRef!.name,
+      );
+      if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
+        throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
+      }
+    }
+    return buildMigrationJob({
+      migration: { name: view.name, namespace: view.namespace, uid: view.uid },
+      claim,
+      engine: canonicalEngine(view.spec.engine) ?? 'postgres',
+      urlFrom: view.spec.urlFrom,
+      activeDeadlineSeconds: view.spec.activeDeadlineSeconds,
+      ...(plan !== undefined
+        ? {
+            plan: {
+              fingerprint: plan.spec.fingerprint,
+              sequence: plan.spec.migrations.map((m) => ({ version: m.version, checksum: m.checksum })),
+              historyFingerprint: plan.spec.binding.historyFingerprint,
+              targetIdentityDigest: plan.spec.binding.targetIdentityDigest,
+              transactionMode: plan.spec.binding.transactionMode,
+              lockTimeoutSeconds: view.spec.policy.lockTimeoutSeconds,
+            },
+          }
+        : {}),
+      manager: this.deps.manager,
+      now: this.clock(),
+    });
+  }
+
+  private async event(obj: PtahMigration, e: EventSpec): Promise<void> {
+    await this.events.record(
+      {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: obj.metadata.name,
+        namespace: obj.metadata.namespace!,
+        uid: obj.metadata.uid!,
+      },
+      e,
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Inputs.
+
+  /** More than one PtahMigration in the namespace naming the same realm: all of them are Blocked. */
+  private async realmConflict(view: MigrationView, coordination: string): Promise<boolean> {
+    const all = await this.deps.ptah.list<PtahMigration>('ptahmigrations', view.namespace);
+    return (
+      all.filter((m) => {
+        if (m.metadata.deletionTimestamp !== undefined || m.spec.suspend === true) return false;
+        const e = canonicalEngine(m.spec.target.engine);
+        return (
+          e !== undefined &&
+          realmDigest({
+            engine: e,
+            namespace: view.namespace,
+            coordinationKey: m.spec.target.coordinationKey,
+          }) === coordination
+        );
+      }).length > 1
+    );
+  }
+
+  /**
+   * A finished History with pending versions, no unresolved run and a policy that applies: the plan that
+   * names Ptah's own selection, published once under the name its fingerprint gives (immutable, no SQL).
+   */
+  private async publishIfNeeded(
+    obj: PtahMigration,
+    view: MigrationView,
+    coordination: string,
+    harvest: Harvest,
+    guard: WriteGuard,
+  ): Promise<Pick<MigrationDecideInput, 'published' | 'publishRefused'>> {
+    const claim = view.status.claim;
+    if (claim?.type !== 'History' || harvest.kind !== 'accepted') return {};
+    const result = harvest.result;
+    const h = result.outputs.history;
+    if (result.outcome !== 'succeeded' || h?.verdict !== 'pending') return {};
+    if (
+      view.spec.policy.apply === 'Never' ||
+      (view.status.unresolvedRun ?? view.unresolvedAnnotation) !== undefined
+    )
+      return {};
+    const built = buildPlan(obj, view, coordination, result, this.deps.manager);
+    if (!built.ok) return { publishRefused: built.refused };
+    const { ptah } = this.deps;
+    let plan = await ptah.get<PtahMigrationPlan>(
+      'ptahmigrationplans',
+      view.namespace,
+      built.plan.metadata.name,
+    );
+    if (plan === undefined) {
+      guard();
+      try {
+        plan = await ptah.create<PtahMigrationPlan>('ptahmigrationplans', view.namespace, built.plan);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        plan = await ptah.get<PtahMigrationPlan>(
+          'ptahmigrationplans',
+          view.namespace,
+          built.plan.metadata.name,
+        );
+      }
+    }
+    if (plan === undefined || plan.spec.fingerprint !== built.plan.spec.fingerprint) {
+      return {
+        publishRefused: {
+          reason: 'PlanNameTaken',
+          message: `PtahMigrationPlan ${built.plan.metadata.name} exists with another fingerprint`,
+        },
+      };
+    }
+    const published: MigrationPlanStatus = {
+      name: plan.metadata.name,
+      uid: plan.metadata.uid!,
+      fingerprint: plan.spec.fingerprint,
+      createdAt: plan.metadata.creationTimestamp
+        ? new Date(plan.metadata.creationTimestamp).toISOString()
+        : this.clock().toISOString(),
+    };
+    return { published };
+  }
+
+  /** The stored plan, read back: the same object, and every binding it holds still the live one. */
+  private async checkPlan(
+    view: MigrationView,
+    status: MigrationPlanStatus,
+    coordination: string,
+  ): Promise<MigrationPlanCheck> {
+    const plan = await this.deps.ptah.get<PtahMigrationPlan>(
+      'ptahmigrationplans',
+      view.namespace,
+      status.name,
+    );
+    if (
+      plan === undefined ||
+      plan.metadata.uid !== status.uid ||
+      plan.spec.fingerprint !== status.fingerprint
+    ) {
+      return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
+    }
+    const live = liveBinding(view, coordination, this.deps.manager);
+    const fields = (Object.keys(live) as (keyof typeof live)[]).filter(
+      (k) => plan.spec.binding[k] !== live[k],
+    );
+    return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
+  }
+}
+
+function executionBinding(manager: ManagerIdentity): ExecutionBinding {
+  return {
+    managerImage: manager.managerImage,
+    managerRevision: manager.managerRevision,
+    controllerStateVersion: manager.controllerStateVersion,
+    ptahVersion: manager.ptahVersion,
+    runnerImage: manager.runnerImage,
+    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+  };
+}
+
+/** Every binding a plan takes from live inputs, as they are now. */
+function liveBinding(
+  view: MigrationView,
+  coordination: string,
+  manager: ManagerIdentity,
+): {
+  readonly [K in Exclude<keyof MigrationPlanBinding, 'currentVersion'>]: MigrationPlanBinding[K] | undefined;
+} {
+  const res = view.status.resolution;
+  return {
+    contractVersion: MIGRATION_PLAN_CONTRACT_VERSION,
+    migrationUID: view.uid,
+    sourceType: res?.sourceType,
+    configMapUID: res?.configMapUID,
+    contentDigest: res?.contentDigest,
+    coordinationDigest: coordination,
+    targetIdentityDigest: view.status.target?.identityDigest,
+    historyFingerprint: view.status.history?.fingerprint,
+    transactionMode: view.spec.policy.transactionMode,
+    ...executionBinding(manager),
+    dialect: canonicalEngine(view.spec.engine),
+  };
+}
+
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+
+function buildPlan(
+  obj: PtahMigration,
+  view: MigrationView,
+  coordination: string,
+  result: RunnerResult,
+  manager: ManagerIdentity,
+):
+  | { readonly ok: true; readonly plan: PtahMigrationPlan }
+  | { readonly ok: false; readonly refused: { readonly reason: string; readonly message: string } } {
+  const h = result.outputs.history!;
+  const res = view.status.resolution;
+  const identity = result.target?.identityDigest;
+  if (
+    res?.configMapUID === undefined ||
+    identity === undefined ||
+    !DIGEST.test(identity) ||
+    !DIGEST.test(h.historyFingerprint)
+  ) {
+    return {
+      ok: false,
+      refused: {
+        reason: 'PlanBindingIncomplete',
+        message:
+          'the plan was not published: the history read did not report the target identity or the history fingerprint',
+      },
+    };
+  }
+  if (h.pending.length === 0 || h.pending.length > MAX_PLAN_MIGRATIONS) {
+    return {
+      ok: false,
+      refused: {
+        reason: 'TooManyPending',
+        message: `${h.pending.length} migrations are pending; one plan runs 1 to ${MAX_PLAN_MIGRATIONS}: apply the directory in steps`,
+      },
+    };
+  }
+  const binding: MigrationPlanBinding = {
+    contractVersion: MIGRATION_PLAN_CONTRACT_VERSION,
+    migrationUID: view.uid,
+    sourceType: 'ConfigMap',
+    configMapUID: res.configMapUID,
+    contentDigest: res.contentDigest,
+    coordinationDigest: coordination,
+    targetIdentityDigest: identity,
+    historyFingerprint: h.historyFingerprint,
+    currentVersion: h.currentVersion,
+    transactionMode: view.spec.policy.transactionMode,
+    ...executionBinding(manager),
+    dialect: canonicalEngine(view.spec.engine) ?? 'postgres',
+  };
+  const migrations: PlannedMigration[] = h.pending.map((m) => ({
+    version: m.version,
+    versionKey: m.versionKey,
+    description: m.description.slice(0, 128),
+    checksum: m.checksum,
+    checkpoint: m.checkpoint,
+    transactionMode: m.transactionMode,
+  }));
+  const fingerprint = migrationPlanFingerprint(binding, migrations);
+  return {
+    ok: true,
+    plan: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahMigrationPlan',
+      metadata: {
+        name: migrationPlanName(fingerprint),
+        namespace: view.namespace,
+        labels: {
+          [LABELS.managedBy]: MANAGED_BY,
+          [LABELS.component]: PLAN_COMPONENT,
+          [LABELS.migration]: view.name,
+        },
+        ownerReferences: [controllerOwnerReference(obj)],
+      },
+      spec: { migrationRef: { name: view.name, uid: view.uid }, fingerprint, binding, migrations },
+    },
+  };
+}
