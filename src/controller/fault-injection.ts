@@ -44,7 +44,8 @@ export function withCrashPoints(
       }
       return async (param: { body: V1Job }, ...rest: unknown[]) => {
         const op = param.body.metadata?.labels?.[LABELS.operation];
-        const schema = param.body.metadata?.labels?.[LABELS.schema] ?? '';
+        const labels = param.body.metadata?.labels;
+        const schema = labels?.[LABELS.schema] ?? labels?.[LABELS.migration] ?? '';
         const key = `${schema}/${op}`;
         const n = (counts.get(key) ?? 0) + 1;
         counts.set(key, n);

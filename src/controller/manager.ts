@@ -97,7 +97,15 @@ export class Manager {
             : undefined,
       } satisfies SchemaCache,
     });
-    const migrationReconciler = new MigrationReconciler(deps);
+    // A migration's approvals and acknowledgments are read only while their own webhooks stamp them.
+    const migrationReconciler = new MigrationReconciler({
+      ...deps,
+      approvalGate:
+        this.options.approvalGate ??
+        approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api), {
+          kinds: ['PtahMigrationApproval', 'PtahMigrationRunAcknowledgment'],
+        }),
+    });
 
     const elector = new LeaderElector({
       api: kubeConfig.makeApiClient(k8s.CoordinationV1Api),

@@ -5,6 +5,7 @@
  * that fails (no permission, API down) counts as "not registered".
  */
 import type * as k8s from '@kubernetes/client-node';
+import type { DecisionKind } from '../../admission/decisions.ts';
 import { approvalWebhookGuard } from '../../admission/webhook-configurations.ts';
 
 /** Either why no approval is accepted, or since when approvals are guarded (older ones are not accepted). */
@@ -17,8 +18,14 @@ export function approvalWebhookGate(
     k8s.AdmissionregistrationV1Api,
     'listMutatingWebhookConfiguration' | 'listValidatingWebhookConfiguration'
   >,
-  options: { readonly ttlMs?: number; readonly clock?: () => number } = {},
+  options: {
+    readonly ttlMs?: number;
+    readonly clock?: () => number;
+    /** The decision kinds whose webhooks must all be registered; a schema approval's by default. */
+    readonly kinds?: readonly DecisionKind[];
+  } = {},
 ): ApprovalGate {
+  const kinds = options.kinds ?? ['PtahSchemaApproval'];
   // No cache by default: a webhook removed a moment ago must not let through an approval created since.
   const ttlMs = options.ttlMs ?? 0;
   const clock = options.clock ?? Date.now;
@@ -32,11 +39,17 @@ export function approvalWebhookGate(
         api.listMutatingWebhookConfiguration(),
         api.listValidatingWebhookConfiguration(),
       ]);
-      const guard = approvalWebhookGuard({ mutating: mutating.items, validating: validating.items });
+      const registered = { mutating: mutating.items, validating: validating.items };
+      const guards = kinds.map((kind) => approvalWebhookGuard(registered, kind));
+      const problem = guards.find((g) => g.problem !== undefined)?.problem;
+      // Guarded since the latest of them: a decision older than any guard may have passed none.
+      const since = guards.reduce<Date | undefined>(
+        (latest, g) =>
+          g.since !== undefined && (latest === undefined || g.since > latest) ? g.since : latest,
+        undefined,
+      );
       state =
-        guard.problem === undefined
-          ? { ok: true, since: guard.since ?? new Date(now) }
-          : { ok: false, reason: guard.problem };
+        problem === undefined ? { ok: true, since: since ?? new Date(now) } : { ok: false, reason: problem };
     } catch (error) {
       const code = (error as { code?: number }).code;
       state = {

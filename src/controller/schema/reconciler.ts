@@ -6,7 +6,7 @@
  * The manager never reads a Secret and never opens a database connection: the Secret is named in the Job,
  * and Kubernetes resolves it inside the Pod.
  */
-import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
+import type { ConditionUpdate } from '../../api/conditions.ts';
 import { schemaEngineShips } from '../../protocol/dialects.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
