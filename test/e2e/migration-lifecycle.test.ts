@@ -622,5 +622,25 @@ for (const engine of ENGINES) {
       assert.equal((await applyJobs(t, name)).length, 1, 'never retried');
       assert.equal(engine.logged(t, `CREATE TABLE ${p}_un_b`), 1, 'no statement twice');
     });
+
+    it('the manager killed right after creating the Apply Job resumes with one Job and no statement twice', async () => {
+      const t = e2e();
+      const name = `${p}-crash`;
+      await t.manager?.stop(5_000);
+      const crashing = await t.startManager({ PTAH_TEST_CRASH_AFTER_JOB_CREATE: `apply@${name}` });
+      const files = { '1_a.sql': `CREATE TABLE ${p}_cr_a (id int);\n` };
+      await declareMigration(t, engine, name, { files, policy: { apply: 'Always' } });
+      await eventually(
+        `${name}: the manager died after the create`,
+        async () => (crashing.exited() ? true : undefined),
+        150_000,
+      );
+      await t.startManager();
+      const done = await inPhase(t, name, ['InSync', 'Blocked', 'Failed']);
+      assert.equal(done.status?.phase, 'InSync', JSON.stringify(done.status));
+      assert.equal(done.status?.lastRun?.outcome, 'Applied');
+      assert.equal((await applyJobs(t, name)).length, 1, 'one Job');
+      assert.equal(engine.logged(t, `CREATE TABLE ${p}_cr_a`), 1, 'no statement twice');
+    });
   });
 }
