@@ -141,6 +141,8 @@ export async function migrationApply(ctx: OperationContext): Promise<OperationRe
     childExitCode: child.exitCode,
     outputs: { migrationApply: report },
     error: { code, message: describeRun(report) },
+    // ptah stopped between files because the execution deadline came (its report says `interrupted`).
+    ...(child.stopped === 'deadline' ? { cause: { kind: 'deadline' } as const } : {}),
   };
 }
 

@@ -459,6 +459,37 @@ for (const engine of ENGINES) {
       assert.equal((await history(db.url, dir)).verdict, 'dirty', 'the history shows the run did not finish');
     });
 
+    it('a Pod asked to stop finishes the running file and stops before the next: failed, interrupted', async () => {
+      const db = await database();
+      const dir = directory(`${db.name}-term`, {
+        '1_slowish.sql': `CREATE TABLE term_one (id int);\n${engine.sleep(4)};\n`,
+        '2_next.sql': 'CREATE TABLE term_two (id int);\n',
+      });
+      const read = await history(db.url, dir);
+      const stop = new AbortController();
+      const running = apply(db, dir, sequenceOf(read), {}, stop.signal);
+      await waitForStatement(engine.sleep(4));
+      stop.abort();
+      const r = await running;
+      assert.equal(r.exitCode, 1, r.stderr);
+      assert.equal(r.result.outcome, 'failed');
+      assert.equal(r.result.error?.code, 'interrupted');
+      assert.deepEqual(r.result.outputs.migrationApply, {
+        runOutcome: 'failed',
+        mutationStarted: true,
+        appliedVersions: ['1'],
+        reason: 'interrupted',
+        stoppedAt: { version: '2' },
+      });
+      assert.equal(logged('term_two'), 0, 'the next file never started');
+      const after = await history(db.url, dir);
+      assert.equal(after.verdict, 'pending');
+      assert.deepEqual(
+        after.pending.map((p) => p.version),
+        ['2'],
+      );
+    });
+
     it('a connection lost mid-statement is reported unknown by ptah and framed uncertain', async () => {
       const db = await database();
       const dir = directory(`${db.name}-lost`, {
