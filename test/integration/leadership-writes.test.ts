@@ -151,4 +151,55 @@ describe('leadership guards every write', () => {
       assert.ok(held >= 1_900 && held < 3_000, `leadership lasted ${held} ms, within the 3 s Lease`);
     },
   );
+
+  it(
+    'a leader that shuts down gives the Lease up once it stopped acting; another replica takes it at once',
+    { timeout: 30_000 },
+    async () => {
+      const elector = (identity: string) =>
+        new LeaderElector({
+          api: admin.makeApiClient(k8s.CoordinationV1Api),
+          namespace: 'ptah-system',
+          name: 'release-test',
+          identity,
+          // Far longer than the test: only a release lets the second replica in.
+          leaseDurationSeconds: 120,
+          retryEveryMs: 200,
+        });
+      const stopA = new AbortController();
+      let aActing = false;
+      let aLed!: () => void;
+      const aLeads = new Promise<void>((resolve) => (aLed = resolve));
+      const a = elector('replica-a').run(stopA.signal, async (leadership) => {
+        aActing = true;
+        aLed();
+        await new Promise<void>((resolve) =>
+          leadership.addEventListener('abort', () => resolve(), { once: true }),
+        );
+        // Still finishing its work: the Lease must stay held until this returns.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        aActing = false;
+      });
+      await aLeads;
+      const stopB = new AbortController();
+      let bLedWhileAActed: boolean | undefined;
+      let bLed!: (at: number) => void;
+      const bLeads = new Promise<number>((resolve) => (bLed = resolve));
+      const b = elector('replica-b').run(stopB.signal, async (leadership) => {
+        bLedWhileAActed = aActing;
+        bLed(Date.now());
+        await new Promise<void>((resolve) =>
+          leadership.addEventListener('abort', () => resolve(), { once: true }),
+        );
+      });
+      const stopped = Date.now();
+      stopA.abort();
+      await a;
+      const took = (await bLeads) - stopped;
+      assert.equal(bLedWhileAActed, false, 'never two leaders acting at once');
+      assert.ok(took < 5_000, `the second replica led ${took} ms after the first stopped, not 120 s`);
+      stopB.abort();
+      await b;
+    },
+  );
 });

@@ -66,6 +66,34 @@ export class LeaderElector {
     }
   }
 
+  /**
+   * Gives the Lease up if this identity still holds it: an empty holder, which any replica may take at once
+   * (client-go's ReleaseOnCancel), so a rolling upgrade or a deleted leader Pod does not leave the operator
+   * leaderless for a whole Lease duration. Called only after `lead` has returned, i.e. nothing acts anymore.
+   */
+  async release(now = new Date()): Promise<boolean> {
+    const { api, namespace, name, identity } = this.options;
+    const existing = await api.readNamespacedLease({ name, namespace });
+    if (existing.spec?.holderIdentity !== identity) return false;
+    const state = leaseStateOf(existing.spec);
+    const spec = {
+      ...leaseSpecFor({ ...state, leaseDurationSeconds: 1, renewTime: now }),
+      holderIdentity: '',
+    };
+    try {
+      await api.replaceNamespacedLease({
+        name,
+        namespace,
+        body: { metadata: { ...existing.metadata, name, namespace }, spec },
+      });
+      return true;
+    } catch (error) {
+      // Written by somebody else since the read: it is no longer ours to release.
+      if (statusCode(error) === 409) return false;
+      throw error;
+    }
+  }
+
   async run(signal: AbortSignal, lead: (leadership: AbortSignal) => Promise<void>): Promise<void> {
     const retry = this.options.retryEveryMs ?? 2_000;
     const renewEvery = this.options.renewEveryMs ?? Math.floor((this.duration * 1000) / 3);
@@ -120,9 +148,18 @@ export class LeaderElector {
     try {
       await lead(leadership.signal);
     } finally {
+      const lost = leadership.signal.aborted && !signal.aborted;
       leadership.abort(new Error('leader loop ended'));
       signal.removeEventListener('abort', onStop);
       await renewing;
+      // A shutdown gives the Lease up; a lost leadership has nothing left to give.
+      if (signal.aborted && !lost) {
+        await this.release().then(
+          (released) => this.options.log?.('leader Lease released', { lease: this.options.name, released }),
+          (error: unknown) =>
+            this.options.log?.('releasing the leader Lease failed', { error: String(error) }),
+        );
+      }
     }
   }
 }
