@@ -209,6 +209,7 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
 
   it('the other replica takes the Lease when the leader Pod is deleted', async () => {
     const before = await eventually('a leader', leaseHolder, 60_000);
+    const deleted = Date.now();
     await e.core.deleteNamespacedPod({ namespace: NS, name: before });
     const after = await eventually(
       'another replica leads',
@@ -217,6 +218,9 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
         return holder && holder !== before ? holder : undefined;
       },
       60_000,
+    );
+    process.stdout.write(
+      `# the Lease moved from ${before} to ${after} ${Date.now() - deleted} ms after the delete\n`,
     );
     assert.ok((await managerPods()).some((p) => p.metadata?.name === after));
     await eventually('two Ready replicas again', () => rolledOutTo(`${OPERATOR_REPOSITORY}@${chart.digest}`));
