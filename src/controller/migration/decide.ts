@@ -843,6 +843,11 @@ function historyRead(
     result.target?.identityDigest !== undefined && DIGEST.test(result.target.identityDigest)
       ? result.target.identityDigest
       : undefined;
+  if (identity === undefined) {
+    // A reading of an unnamed database can neither be planned against nor settle a run: refused, not guessed.
+    fail(b, input, 'History', 'TargetUnreported', 'the history read did not say which database it read');
+    return;
+  }
   const history: MigrationHistory = {
     observedAt: b.now,
     contractVersion: HISTORY_CONTRACT_VERSION,
@@ -856,7 +861,7 @@ function historyRead(
     appliedCount: Math.max(0, h.appliedCount),
     pendingCount: Math.max(0, h.pendingCount),
     fingerprint: h.historyFingerprint,
-    targetIdentityDigest: identity ?? canonicalDigest({ unreported: true }),
+    targetIdentityDigest: identity,
     dirty: h.verdict === 'dirty' || h.dirtyVersions.length > 0,
     ...(h.modifiedVersions.length > 0 ? { modifiedVersions: versions(h.modifiedVersions) } : {}),
     ...(h.outOfOrderVersions.length > 0 ? { outOfOrderVersions: versions(h.outOfOrderVersions) } : {}),
@@ -865,7 +870,7 @@ function historyRead(
   st.target = {
     ...st.target,
     lastObservedAt: b.now,
-    ...(identity !== undefined ? { identityDigest: identity } : {}),
+    identityDigest: identity,
   };
   st.lastAttemptTime = claim.startedAt;
   b.cond('DatabaseReachable', 'True', 'HistoryRead', 'the history was read');

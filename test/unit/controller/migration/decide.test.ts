@@ -329,6 +329,20 @@ describe('migration decide: reading the history', () => {
     assert.equal(reasonOf(d, 'ReconciliationFailed'), 'TooManyPending');
   });
 
+  it('a reading that does not name the database it read is refused, never planned against', () => {
+    const first = step(migration({}), T0);
+    const h = frame(first.status.claim!, 'succeeded', { history: history() });
+    const { target: _none, ...unnamed } = (h as { kind: 'accepted'; result: RunnerResult }).result;
+    const d = step(migration(first.status), T0 + 1000, {
+      job: finished(),
+      harvest: { kind: 'accepted', result: unnamed },
+      published: plan,
+    });
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(reasonOf(d, 'ReconciliationFailed'), 'TargetUnreported');
+    assert.equal(d.status.plan, undefined);
+  });
+
   it('a failed read is Failed with the runner code as reason, never its message', () => {
     const first = step(migration({}), T0);
     const d = step(migration(first.status), T0 + 1000, {
