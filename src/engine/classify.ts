@@ -260,6 +260,7 @@ export function classify(change: Change): Classification {
 const OBJECT_LABEL: Readonly<Record<DefinedObjectType, string>> = {
   function: 'a function',
   procedure: 'a procedure',
+  aggregate: 'an aggregate',
   trigger: 'a trigger',
   domain: 'a domain',
   policy: 'a row-level security policy',
@@ -271,6 +272,7 @@ const OBJECT_LABEL: Readonly<Record<DefinedObjectType, string>> = {
 const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
   function: 'creates a function',
   procedure: 'creates a procedure',
+  aggregate: 'creates an aggregate',
   trigger: 'creates a trigger: every later write to its table runs it',
   domain: 'creates a domain type',
   policy: 'creates a row-level security policy: changes which rows roles see and write',

@@ -109,7 +109,7 @@ export class ObjectPlan {
   viewNeedsRebuild(v: View): boolean {
     for (const [k, l] of this.live) {
       if (!this.recreate.has(k) && this.desired.has(k)) continue;
-      if ((l.objectType === 'function' || l.objectType === 'procedure') && callsRef(v.definition.key, l.ref))
+      if (['function', 'procedure', 'aggregate'].includes(l.objectType) && callsRef(v.definition.key, l.ref))
         return true;
       if (l.objectType === 'materialized view' && readsName(v.definition.key, l.name)) return true;
     }

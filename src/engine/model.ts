@@ -216,7 +216,15 @@ export interface RowSet {
 
 /** The kinds of objects a dialect declares in one statement each and compares whole. */
 export type DefinedObjectType =
-  'function' | 'procedure' | 'trigger' | 'domain' | 'policy' | 'row security' | 'materialized view' | 'index';
+  | 'function'
+  | 'procedure'
+  | 'aggregate'
+  | 'trigger'
+  | 'domain'
+  | 'policy'
+  | 'row security'
+  | 'materialized view'
+  | 'index';
 
 /**
  * When an object is created relative to the tables and views (dropped in the reverse order): `types` with

@@ -25,7 +25,7 @@ import type {
 } from '../model.ts';
 import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
-import { ObjectDeclarationError, PgObjects } from './pg-objects.ts';
+import { ObjectDeclarationError, PgObjects, isPlainAggregate } from './pg-objects.ts';
 import { partitionBound, partitionKey } from './pg-partitions.ts';
 import {
   type AstNode,
@@ -459,6 +459,14 @@ export class DesiredStateBuilder {
       case 'AlterDomainStmt':
         this.objectStep(s, () => this.objects.alterDomain(n, 'ALTER DOMAIN'));
         return;
+      case 'DefineStmt':
+        if (n['kind'] === 'OBJECT_AGGREGATE' && isPlainAggregate(n)) {
+          const q = qualified(names(n['defnames']), this.defaultSchema);
+          this.objectStep(s, () => this.objects.addAggregate(n, `aggregate ${q.schema}.${q.name}`));
+          return;
+        }
+        this.unmanagedStatement(s);
+        return;
       case 'AlterFunctionStmt':
       case 'AlterPolicyStmt':
         throw new DesiredStateError(
@@ -467,20 +475,24 @@ export class DesiredStateBuilder {
       case 'InsertStmt':
         this.insert(s);
         return;
-      default: {
-        const unmanaged = unmanagedDeclaration(s, this.defaultSchema);
-        if (unmanaged === 'ignore') return;
-        if (unmanaged !== undefined) {
-          this.declareUnmanaged(unmanaged.kind, unmanaged.schema, unmanaged.name);
-          if (unmanaged.relation) this.unmanagedRelation(unmanaged.kind, unmanaged.schema, unmanaged.name);
-          return;
-        }
-        if (isSessionStatement(s)) return;
-        throw new DesiredStateError(
-          `${this.where(s)}: ${statementLabel(s)} is not a declaration: a desired state declares objects, and a statement that acts (DROP, UPDATE, DELETE, TRUNCATE, DO, COPY, a SELECT other than set_config) is refused; remove it (run it as a migration)`,
-        );
-      }
+      default:
+        this.unmanagedStatement(s);
     }
+  }
+
+  /** A statement of a kind the model does not manage: listed as unmanaged, skipped, or refused. */
+  private unmanagedStatement(s: ParsedStatement): void {
+    const unmanaged = unmanagedDeclaration(s, this.defaultSchema);
+    if (unmanaged === 'ignore') return;
+    if (unmanaged !== undefined) {
+      this.declareUnmanaged(unmanaged.kind, unmanaged.schema, unmanaged.name);
+      if (unmanaged.relation) this.unmanagedRelation(unmanaged.kind, unmanaged.schema, unmanaged.name);
+      return;
+    }
+    if (isSessionStatement(s)) return;
+    throw new DesiredStateError(
+      `${this.where(s)}: ${statementLabel(s)} is not a declaration: a desired state declares objects, and a statement that acts (DROP, UPDATE, DELETE, TRUNCATE, DO, COPY, a SELECT other than set_config) is refused; remove it (run it as a migration)`,
+    );
   }
 
   private createTable(s: ParsedStatement): void {

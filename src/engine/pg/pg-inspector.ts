@@ -9,7 +9,7 @@ import type { RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
-import { Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
+import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
 
 // left() rather than LIKE 'pg\\_%': the escape in that pattern depends on standard_conforming_strings, and a
 // database that turns it off would have every schema whose name starts with "pg" silently skipped.
@@ -91,7 +91,8 @@ ORDER BY i.indrelid, ci.relname`;
 /** Objects the model does not manage, so they are reported and never dropped. */
 const Q_UNMANAGED = `SELECT 'aggregate' AS kind,
   n.nspname AS schema, p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.prokind = 'a' AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+  FROM pg_proc p JOIN pg_aggregate a ON a.aggfnoid = p.oid JOIN pg_namespace n ON n.oid = p.pronamespace
+  WHERE NOT (${PLAIN_AGGREGATE}) AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
 UNION ALL SELECT 'rule', n.nspname, c.relname || '.' || r.rulename FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE r.rulename <> '_RETURN' AND ${USER_SCHEMA}
 UNION ALL SELECT 'operator', n.nspname, o.oprname FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace

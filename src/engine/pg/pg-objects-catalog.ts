@@ -10,6 +10,9 @@ const NOT_EXTENSION_MEMBER = (cls: string, oid: string) =>
 const comment = (target: string, oid: string, catalog: string) =>
   `CASE WHEN obj_description(${oid}, '${catalog}') IS NOT NULL THEN 'COMMENT ON ' || ${target} || ' IS ' || quote_literal(obj_description(${oid}, '${catalog}')) || ';' END`;
 
+/** An aggregate the model manages: a plain one (ordered-set, moving and sort-operator ones stay unmanaged). */
+export const PLAIN_AGGREGATE = `a.aggkind = 'n' AND a.aggsortop = 0 AND a.aggmtransfn = 0`;
+
 /**
  * Columns: kind, schema, tbl (the table a trigger, policy or row-level security belongs to, else NULL),
  * name, def (statements, each ending in `;`), comment_sql. Triggers cloned onto partitions from their
@@ -20,6 +23,23 @@ export const Q_OBJECTS = `SELECT CASE p.prokind WHEN 'p' THEN 'procedure' ELSE '
   ${comment(`CASE p.prokind WHEN 'p' THEN 'PROCEDURE ' ELSE 'FUNCTION ' END || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')} AS comment_sql
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.prokind IN ('f', 'p', 'w') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+UNION ALL
+SELECT 'aggregate', n.nspname, NULL, p.proname::text,
+  format('CREATE AGGREGATE %I.%I(%s) (SFUNC = %s, STYPE = %s', n.nspname, p.proname,
+    pg_get_function_identity_arguments(p.oid), a.aggtransfn::regproc, format_type(a.aggtranstype, NULL))
+  || CASE WHEN a.aggfinalfn <> 0 THEN ', FINALFUNC = ' || a.aggfinalfn::regproc ELSE '' END
+  || CASE WHEN a.aggfinalextra THEN ', FINALFUNC_EXTRA' ELSE '' END
+  || CASE WHEN a.aggcombinefn <> 0 THEN ', COMBINEFUNC = ' || a.aggcombinefn::regproc ELSE '' END
+  || CASE WHEN a.aggserialfn <> 0 THEN ', SERIALFUNC = ' || a.aggserialfn::regproc ELSE '' END
+  || CASE WHEN a.aggdeserialfn <> 0 THEN ', DESERIALFUNC = ' || a.aggdeserialfn::regproc ELSE '' END
+  || CASE WHEN a.agginitval IS NOT NULL THEN ', INITCOND = ' || quote_literal(a.agginitval) ELSE '' END
+  || CASE WHEN a.aggtransspace <> 0 THEN ', SSPACE = ' || a.aggtransspace ELSE '' END
+  || CASE a.aggfinalmodify WHEN 's' THEN ', FINALFUNC_MODIFY = SHAREABLE' WHEN 'w' THEN ', FINALFUNC_MODIFY = READ_WRITE' ELSE '' END
+  || CASE p.proparallel WHEN 's' THEN ', PARALLEL = SAFE' WHEN 'r' THEN ', PARALLEL = RESTRICTED' ELSE '' END
+  || ');',
+  ${comment(`'AGGREGATE ' || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')}
+FROM pg_proc p JOIN pg_aggregate a ON a.aggfnoid = p.oid JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE ${PLAIN_AGGREGATE} AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
 UNION ALL
 SELECT 'trigger', n.nspname, c.relname, tg.tgname::text,
   pg_get_triggerdef(tg.oid) || ';' || CASE tg.tgenabled

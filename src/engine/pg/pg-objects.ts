@@ -353,7 +353,50 @@ interface RowSecurityDraft {
   enabled: boolean;
   forced: boolean;
 }
-type Draft = FunctionDraft | TriggerDraft | DomainDraft | PolicyDraft | RowSecurityDraft;
+interface AggregateDraft {
+  readonly type: 'aggregate';
+  readonly node: AstNode;
+  readonly schema: string;
+  readonly name: string;
+  readonly args: readonly SigType[];
+  readonly what: string;
+  comment?: string;
+}
+type Draft = FunctionDraft | TriggerDraft | DomainDraft | PolicyDraft | RowSecurityDraft | AggregateDraft;
+
+/** Aggregate options naming a function, and the defaults PostgreSQL fills in. */
+const AGGREGATE_FUNCTIONS = new Set(['sfunc', 'finalfunc', 'combinefunc', 'serialfunc', 'deserialfunc']);
+const AGGREGATE_DEFAULTS: Readonly<Record<string, string>> = {
+  parallel: 'unsafe',
+  finalfunc_modify: 'read_only',
+  sspace: '0',
+};
+/** What an aggregate the model manages may say: plain ones (no moving-aggregate or sort-operator parts). */
+const AGGREGATE_OPTIONS = new Set([
+  ...AGGREGATE_FUNCTIONS,
+  'stype',
+  'initcond',
+  'finalfunc_extra',
+  ...Object.keys(AGGREGATE_DEFAULTS),
+]);
+
+/** Whether CREATE AGGREGATE declares a plain aggregate (else it stays unmanaged, as in the catalog). */
+export function isPlainAggregate(n: AstNode): boolean {
+  const args = (n['args'] as AstNode[] | undefined) ?? [];
+  const direct =
+    isRecord(args[1]) && isRecord(args[1]['Integer']) ? Number(args[1]['Integer']['ival'] ?? 0) : -1;
+  const defs = ((n['definition'] as AstNode[] | undefined) ?? []).map((d) =>
+    String((d['DefElem'] as AstNode)['defname']).toLowerCase(),
+  );
+  return n['oldstyle'] !== true && direct === -1 && defs.every((d) => AGGREGATE_OPTIONS.has(d));
+}
+
+function aggregateArgs(n: AstNode, ds: string, what: string): SigType[] {
+  const first = ((n['args'] as AstNode[] | undefined) ?? [])[0];
+  const items =
+    isRecord(first) && isRecord(first['List']) ? ((first['List']['items'] as AstNode[]) ?? []) : [];
+  return items.map((p) => sigType((p['FunctionParameter'] as AstNode)['argType'] as AstNode, ds, what));
+}
 
 const functionId = (schema: string, name: string, args: string) =>
   JSON.stringify(['f', schema, `${name}(${args})`]);
@@ -373,6 +416,15 @@ export class PgObjects {
     if (this.drafts.has(id) && n['replace'] !== true)
       throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
     this.drafts.set(id, { type: 'function', node: n, sig, what });
+  }
+
+  addAggregate(n: AstNode, what: string): void {
+    const q = qualify(names(n['defnames']), this.ds);
+    const args = aggregateArgs(n, this.ds, what);
+    const id = JSON.stringify(['a', q.schema, `${q.name}(${args.map((a) => a.label).join(', ')})`]);
+    if (this.drafts.has(id))
+      throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
+    this.drafts.set(id, { type: 'aggregate', node: n, ...q, args, what });
   }
 
   addTrigger(n: AstNode, what: string): void {
@@ -472,6 +524,12 @@ export class PgObjects {
           this.drafts.get(functionId(r.schema, r.name, r.args)),
           `FUNCTION ${r.schema}.${r.name}(${r.args})`,
         );
+      }
+      case 'OBJECT_AGGREGATE': {
+        const r = signatureOfReference(obj['ObjectWithArgs'] as AstNode, this.ds, what);
+        const d = this.drafts.get(JSON.stringify(['a', r.schema, `${r.name}(${r.args})`]));
+        if (d === undefined) return false; // an aggregate the model does not manage
+        return setOn(d, `AGGREGATE ${r.schema}.${r.name}(${r.args})`);
       }
       case 'OBJECT_TRIGGER':
       case 'OBJECT_POLICY': {
@@ -597,6 +655,8 @@ export class PgObjects {
       }
       case 'domain':
         return this.domain(d);
+      case 'aggregate':
+        return this.aggregate(d);
       case 'policy': {
         const n = d.node;
         const roles = (
@@ -665,6 +725,55 @@ export class PgObjects {
         };
       }
     }
+  }
+
+  private aggregate(d: AggregateDraft): DefinedObject {
+    const ds = this.ds;
+    const uses = new Set<string>(d.args.flatMap((a) => (a.ref === undefined ? [] : [a.ref])));
+    const opts: [string, unknown][] = [];
+    for (const el of (d.node['definition'] as AstNode[] | undefined) ?? []) {
+      const e = el['DefElem'] as AstNode;
+      const name = String(e['defname']).toLowerCase();
+      const arg = e['arg'];
+      const tn = isRecord(arg) && isRecord(arg['TypeName']) ? arg['TypeName'] : undefined;
+      let value: unknown;
+      if (AGGREGATE_FUNCTIONS.has(name)) {
+        const fn = bareFunction(names(tn?.['names']), ds);
+        const q = qualify(fn, ds);
+        uses.add(objectKey(q.schema, q.name));
+        value = fn;
+      } else if (name === 'stype' && tn !== undefined) {
+        const t = sigType(tn, ds, d.what);
+        if (t.ref !== undefined) uses.add(t.ref);
+        value = t.key;
+      } else if (tn !== undefined) value = (names(tn['names'])[0] ?? '').toLowerCase();
+      else if (arg === undefined) value = 'true';
+      else value = isRecord(arg) && isRecord(arg['String']) ? sval(arg) : String(num(arg));
+      if (AGGREGATE_DEFAULTS[name] === value) continue;
+      opts.push([name, value]);
+    }
+    opts.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const target = `AGGREGATE ${quoteQualified(d.schema, d.name)}(${d.args.map((a) => a.sql).join(', ')})`;
+    const self = objectKey(d.schema, d.name);
+    uses.delete(self);
+    return {
+      kind: 'Defined',
+      objectType: 'aggregate',
+      schema: d.schema,
+      name: `${d.name}(${d.args.map((a) => a.label).join(', ')})`,
+      ref: self,
+      key: JSON.stringify([d.args.map((a) => a.key), opts]),
+      create: [
+        deparseNode({
+          DefineStmt: { ...d.node, defnames: [{ String: { sval: d.schema } }, { String: { sval: d.name } }] },
+        }),
+      ],
+      drop: [`DROP ${target}`],
+      uses: [...uses],
+      stage: 'routines',
+      ...(d.comment !== undefined ? { comment: d.comment } : {}),
+      commentOn: target,
+    };
   }
 
   private domain(d: DomainDraft): DefinedObject {
