@@ -189,7 +189,23 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
       },
       30_000,
     );
-    assert.equal(await planCount('edit'), 2);
+    // The retired plan and its chunks go once nothing names them; the new one stays.
+    await eventually(
+      'only the current plan and its chunks are kept',
+      async () => {
+        const chunks = await e2e().core.listNamespacedConfigMap({
+          namespace: e2e().namespace,
+          labelSelector: `app.kubernetes.io/component=plan-chunk,operator.ptah.run/plan=${plan1.name}`,
+        });
+        return (await planCount('edit')) === 1 && chunks.items.length === 0 ? true : undefined;
+      },
+      30_000,
+    );
+    const current = await e2e().core.listNamespacedConfigMap({
+      namespace: e2e().namespace,
+      labelSelector: `app.kubernetes.io/component=plan-chunk,operator.ptah.run/plan=${second.status!.plan!.name}`,
+    });
+    assert.ok(current.items.length > 0, 'the current plan keeps its chunks');
     // The retired plan cannot be approved any more.
     const stale = await createApproval(e2e(), 'edit-stale', {
       schema: { name: 'edit', uid: first.metadata.uid! },

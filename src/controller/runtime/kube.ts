@@ -106,6 +106,22 @@ export class PtahObjects {
     )) as T;
   }
 
+  /**
+   * Deletes one object, only if it is still the one with this UID (a newer object under the name stays);
+   * dependents (a plan's chunks) are collected in the background.
+   */
+  async delete(plural: Plural, namespace: string, name: string, uid: string): Promise<void> {
+    await this.api.deleteNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      plural,
+      namespace,
+      name,
+      propagationPolicy: 'Background',
+      body: { preconditions: { uid } },
+    });
+  }
+
   /** Replaces status with the resourceVersion the object carries: a stale writer gets a conflict. */
   async replaceStatus<T>(plural: Plural, namespace: string, name: string, body: object): Promise<T> {
     return (await this.api.replaceNamespacedCustomObjectStatus({

@@ -114,7 +114,13 @@ export type PostAction =
   | { readonly kind: 'releaseLease' }
   /** The last write for a deleted resource: nothing it started is still running. */
   | { readonly kind: 'removeFinalizer' }
-  | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
+  | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] }
+  /**
+   * Delete the resource's plans (and with them their chunks) that nothing names any more: not the current
+   * plan, not the applied one, not a claim's, not one status.retiredPlans records (that list is the bounded
+   * history, MAX_RETIRED_PLANS). `keep` holds plan names.
+   */
+  | { readonly kind: 'collectPlans'; readonly keep: readonly string[] };
 
 export type { EventSpec };
 
@@ -920,6 +926,7 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
       ? { ...published, ...(st.plan?.approval ? { approval: st.plan.approval } : {}) }
       : published;
     if (!same) {
+      collectPlans(b, published.name);
       b.record({
         type: 'PlanPublished',
         plan: published.name,
@@ -1126,6 +1133,7 @@ function converged(b: Builder, input: DecideInput, claim: Claim): void {
       completedAt: b.now,
     };
     b.record({ type: 'Verified', outcome: 'InSync', plan: claim.planRef.name });
+    collectPlans(b);
     b.event('Normal', 'Converged', `a fresh plan after applying ${claim.planRef.name} has no changes`);
   }
   if (st.plan !== undefined)
@@ -1247,6 +1255,17 @@ function settleSuperseded(b: Builder, input: DecideInput, claim: Claim): void {
   if (st.plan !== undefined && st.plan.uid === claim.planRef?.uid) st.plan = undefined;
   b.cond('InSync', 'Unknown', 'Superseded', 'newer inputs took over before the apply was verified');
   claimOperation(b, input, 'Observe', {});
+}
+
+/** Once a transition leaves plans behind: keep what status still names (read when the post action runs). */
+function collectPlans(b: Builder, ...also: string[]): void {
+  const st = b.status;
+  const keep = new Set<string>(also);
+  if (st.plan !== undefined) keep.add(st.plan.name);
+  if (st.applied !== undefined) keep.add(st.applied.planRef.name);
+  if (st.claim?.planRef !== undefined) keep.add(st.claim.planRef.name);
+  for (const r of st.retiredPlans ?? []) keep.add(r.name);
+  b.post.push({ kind: 'collectPlans', keep: [...keep].sort() });
 }
 
 function setPhase(b: Builder, phase: Phase): void {

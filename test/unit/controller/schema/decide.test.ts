@@ -1400,3 +1400,36 @@ describe('journal times and Superseded, as the seed says', () => {
     assert.ok(observed.status.claim?.planRef !== undefined, 'still the proof');
   });
 });
+
+describe('plan store hygiene', () => {
+  it('a newer plan and a settled proof collect every plan status no longer names', () => {
+    const sp = spec({}, { apply: 'OnApproval' });
+    let s = schema(decide(input(schema({}, sp), T0)).status, sp);
+    let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status, sp);
+    d = runClaim(s, T0 + 2000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan: publishedPlan() },
+    });
+    assert.deepEqual(
+      d.post.filter((a) => a.kind === 'collectPlans'),
+      [{ kind: 'collectPlans', keep: ['ptah-plan-1'] }],
+    );
+    // A refresh publishes a replacement: the first plan is no longer named.
+    const waiting = {
+      ...d.status,
+      retiredPlans: [{ name: 'ptah-plan-0', uid: 'u0', fingerprint: digest('0'), reason: 'PlanTampered' }],
+    };
+    s = schema(decide(input(schema(waiting, sp), T0 + 700_000, { planCheck: { ok: true } })).status, sp);
+    assert.equal(s.status.claim?.type, 'Observe');
+    d = runClaim(s, T0 + 700_000, result(s.status.claim!, 'succeeded', { drift }));
+    s = schema(d.status, sp);
+    d = runClaim(s, T0 + 702_000, result(s.status.claim!, 'succeeded', { plan: changes }), {
+      published: { plan: publishedPlan(false, '2') },
+    });
+    assert.deepEqual(
+      d.post.filter((a) => a.kind === 'collectPlans'),
+      [{ kind: 'collectPlans', keep: ['ptah-plan-0', 'ptah-plan-2'] }],
+      'the tampered plan status records is kept as history; the replaced one goes',
+    );
+  });
+});
