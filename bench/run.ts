@@ -11,6 +11,7 @@ const BENCHMARKS: Readonly<Record<string, string>> = {
   schema: 'schema-bench.ts',
   'mysql-schema': 'mysql-schema-bench.ts',
   migrations: 'migrations-bench.ts',
+  capacity: 'capacity-bench.ts',
 };
 
 const asked = process.argv.slice(2);
