@@ -13,7 +13,7 @@ import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/clie
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
-import { READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
+import { LABELS, READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
 import {
   canonicalEngine,
   type ExecutionBinding,
@@ -40,7 +40,7 @@ import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
-import { isConflict, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
+import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 
