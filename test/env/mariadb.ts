@@ -50,13 +50,18 @@ export async function startMariadb(options: { baseDir?: string } = {}): Promise<
   const logFile = join(base, 'mariadb.log');
   const generalLog = join(base, 'general.log');
   const runDir = join(base, 'run');
+  // Temporary tables (information_schema queries use them) live with the server, not in the shared /tmp
+  // another process may clean under it.
+  const tmpDir = join(base, 'tmp');
   const socket = join(runDir, 'mysqld.sock');
   mkdirSync(dataDir, { mode: 0o700 });
   mkdirSync(runDir, { mode: 0o755 });
+  mkdirSync(tmpDir, { mode: 0o700 });
   writeFileSync(logFile, '');
   writeFileSync(generalLog, '');
   const owner = mysqlOwner();
-  if (owner) for (const p of [dataDir, runDir, logFile, generalLog]) chownSync(p, owner.uid, owner.gid);
+  if (owner)
+    for (const p of [dataDir, runDir, tmpDir, logFile, generalLog]) chownSync(p, owner.uid, owner.gid);
   const user = owner ? ['--user=mysql'] : [];
   execFileSync(
     'mariadb-install-db',
@@ -81,6 +86,7 @@ export async function startMariadb(options: { baseDir?: string } = {}): Promise<
           `--datadir=${dataDir}`,
           `--socket=${socket}`,
           `--pid-file=${join(runDir, 'mysqld.pid')}`,
+          `--tmpdir=${tmpDir}`,
           `--port=${port}`,
           '--bind-address=127.0.0.1',
           '--skip-name-resolve',

@@ -32,7 +32,7 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
-import { respellCreateIndex, respellCreateTable } from './mysql-spelling.ts';
+import { respellCreateIndex, respellCreateTable, respellInsert } from './mysql-spelling.ts';
 
 const parser = new nodeSqlParser.Parser();
 const OPTIONS = { database: 'MariaDB' } as const;
@@ -71,7 +71,91 @@ const IGNORED =
 export function parseDesired(files: readonly { path: string; sql: string }[]): PendingModel {
   const tables = new Map<string, RawTable>();
   const views = new Map<string, RawView>();
-  const rows = new Map<string, { columns?: string[]; values: (string | null)[][] }>();
+  const rows = new Map<string, { columns?: string[]; values: (string | null)[][]; where: string }>();
+  // Each statement is read on its own, so one run reports every problem of the files.
+  const problems: string[] = [];
+  const statement = (path: string, st: { sql: string; line: number }): void => {
+    const where = `${path}:${st.line}`;
+    const text = withoutLeadingComments(st.sql);
+    if (text === '' || IGNORED.test(text)) return;
+    const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
+    if (drop) {
+      for (const n of (drop[2] ?? '').split(',').map(unquoteName)) {
+        tables.delete(n);
+        views.delete(n);
+        rows.delete(n);
+      }
+      return;
+    }
+    if (
+      /^create\s+(?:or\s+replace\s+)?(?:algorithm\s*=\s*\w+\s+)?(?:definer\s*=\s*\S+\s+)?(?:sql\s+security\s+\w+\s+)?view\b/i.test(
+        text,
+      )
+    ) {
+      const v = parseView(text, where);
+      views.set(v.name, v);
+      tables.delete(v.name);
+      return;
+    }
+    if (/^create\s+(trigger|procedure|function|event)\b|^create\s+definer\b/i.test(text)) {
+      throw new DesiredStateError(
+        `${where}: triggers, routines and events are not managed by the schema engine; keep them in a migration`,
+      );
+    }
+    let ast: Node;
+    let invisibleColumns: ReadonlySet<string> = new Set();
+    let readable = text;
+    if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) {
+      const r = respellCreateTable(text);
+      readable = r.sql;
+      invisibleColumns = r.invisibleColumns;
+    } else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {
+      const known = new Set([...tables.values()].flatMap((t) => t.columns.map((c) => c.name.toLowerCase())));
+      readable = respellCreateIndex(text, known);
+    } else if (/^(?:insert|replace)\b/i.test(text)) readable = respellInsert(text);
+    try {
+      const parsed = parser.astify(readable, OPTIONS) as unknown;
+      ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
+    } catch (error) {
+      throw new DesiredStateError(
+        `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
+      );
+    }
+    if (ast['type'] === 'create' && ast['keyword'] === 'table') {
+      const t = tableFrom(ast, where, invisibleColumns);
+      // A dump drops a table before creating it; two CREATEs with no DROP between are a mistake.
+      if (tables.has(t.name) || views.has(t.name))
+        throw new DesiredStateError(`${where}: table ${t.name} is declared twice`);
+      tables.set(t.name, t);
+      views.delete(t.name);
+    } else if (ast['type'] === 'create' && ast['keyword'] === 'index') {
+      const name = tableName(ast['table']);
+      const t = tables.get(name);
+      if (!t)
+        throw new DesiredStateError(`${where}: CREATE INDEX on ${name}, which no earlier statement creates`);
+      tables.set(name, { ...t, indexes: [...t.indexes, standaloneIndex(ast)] });
+    } else if (ast['type'] === 'insert' || ast['type'] === 'replace') {
+      const name = tableName(ast['table']);
+      const set = rows.get(name) ?? { values: [], where };
+      const columns = Array.isArray(ast['columns']) ? (ast['columns'] as unknown[]).map(String) : undefined;
+      if (set.columns !== undefined && JSON.stringify(set.columns) !== JSON.stringify(columns))
+        throw new DesiredStateError(
+          `${where}: INSERT INTO ${name} names other columns than an earlier INSERT`,
+        );
+      const values = list((ast['values'] as Node | undefined)?.['values']).map((tuple) =>
+        list(tuple['value']).map((v) => literal(v, where)),
+      );
+      rows.set(name, {
+        ...(columns !== undefined ? { columns } : {}),
+        values: [...set.values, ...values],
+        where: set.where,
+      });
+    } else {
+      throw new DesiredStateError(
+        `${where}: ${String(ast['type']).toUpperCase()} is not part of a desired state; declare tables, views, indexes and rows`,
+      );
+    }
+  };
   for (const f of files) {
     let statements;
     try {
@@ -81,107 +165,71 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       throw error;
     }
     for (const st of statements) {
-      const where = `${f.path}:${st.line}`;
-      const text = withoutLeadingComments(st.sql);
-      if (text === '' || IGNORED.test(text)) continue;
-      const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
-      if (drop) {
-        for (const n of (drop[2] ?? '').split(',').map(unquoteName)) {
-          tables.delete(n);
-          views.delete(n);
-          rows.delete(n);
-        }
-        continue;
-      }
-      if (
-        /^create\s+(?:or\s+replace\s+)?(?:algorithm\s*=\s*\w+\s+)?(?:definer\s*=\s*\S+\s+)?(?:sql\s+security\s+\w+\s+)?view\b/i.test(
-          text,
-        )
-      ) {
-        const v = parseView(text, where);
-        views.set(v.name, v);
-        tables.delete(v.name);
-        continue;
-      }
-      if (/^create\s+(trigger|procedure|function|event)\b|^create\s+definer\b/i.test(text)) {
-        throw new DesiredStateError(
-          `${where}: triggers, routines and events are not managed by the schema engine; keep them in a migration`,
-        );
-      }
-      let ast: Node;
-      let invisibleColumns: ReadonlySet<string> = new Set();
-      let readable = text;
-      if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) {
-        const r = respellCreateTable(text);
-        readable = r.sql;
-        invisibleColumns = r.invisibleColumns;
-      } else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {
-        const known = new Set(
-          [...tables.values()].flatMap((t) => t.columns.map((c) => c.name.toLowerCase())),
-        );
-        readable = respellCreateIndex(text, known);
-      }
       try {
-        const parsed = parser.astify(readable, OPTIONS) as unknown;
-        ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
+        statement(f.path, st);
       } catch (error) {
-        throw new DesiredStateError(
-          `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
-        );
-      }
-      if (ast['type'] === 'create' && ast['keyword'] === 'table') {
-        const t = tableFrom(ast, where, invisibleColumns);
-        tables.set(t.name, t);
-        views.delete(t.name);
-      } else if (ast['type'] === 'create' && ast['keyword'] === 'index') {
-        const name = tableName(ast['table']);
-        const t = tables.get(name);
-        if (!t)
-          throw new DesiredStateError(
-            `${where}: CREATE INDEX on ${name}, which no earlier statement creates`,
-          );
-        tables.set(name, { ...t, indexes: [...t.indexes, standaloneIndex(ast)] });
-      } else if (ast['type'] === 'insert' || ast['type'] === 'replace') {
-        const name = tableName(ast['table']);
-        const set = rows.get(name) ?? { values: [] };
-        const columns = Array.isArray(ast['columns']) ? (ast['columns'] as unknown[]).map(String) : undefined;
-        if (set.columns !== undefined && JSON.stringify(set.columns) !== JSON.stringify(columns))
-          throw new DesiredStateError(
-            `${where}: INSERT INTO ${name} names other columns than an earlier INSERT`,
-          );
-        const values = list((ast['values'] as Node | undefined)?.['values']).map((tuple) =>
-          list(tuple['value']).map((v) => literal(v, where)),
-        );
-        rows.set(name, { ...(columns !== undefined ? { columns } : {}), values: [...set.values, ...values] });
-      } else {
-        throw new DesiredStateError(
-          `${where}: a ${String(ast['type'])} statement is not part of a desired state; declare tables, views, indexes and rows`,
-        );
+        if (!(error instanceof DesiredStateError)) throw error;
+        problems.push(error.message);
       }
     }
   }
   const rowSets: RowSet[] = [];
   for (const [name, r] of [...rows].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-    const t = tables.get(name);
-    if (!t) throw new DesiredStateError(`rows are declared for ${name}, which no statement creates`);
-    const columns = r.columns ?? t.columns.map((c) => c.name);
-    const pk = t.indexes.find((i) => i.primary)?.parts.map((p) => p.column ?? '');
-    if (!pk || pk.length === 0)
-      throw new DesiredStateError(`rows are declared for ${name}, which has no primary key; declare one`);
-    rowSets.push({
-      kind: 'RowSet',
-      schema: '',
-      table: name,
-      key: pk,
-      columns,
-      rows: r.values.map((vals) => {
-        const o: Record<string, string | null> = {};
-        columns.forEach((c, i) => (o[c] = vals[i] ?? null));
-        return o as RowValues;
-      }),
-    });
+    try {
+      rowSets.push(rowSetOf(name, r));
+    } catch (error) {
+      if (!(error instanceof DesiredStateError)) throw error;
+      problems.push(error.message);
+    }
   }
+  if (problems.length === 1) throw new DesiredStateError(problems[0] ?? '');
+  if (problems.length > 1)
+    throw new DesiredStateError(
+      `${problems.length} problems in the desired state:\n  ${problems.join('\n  ')}`,
+    );
   return { tables: [...tables.values()], views: [...views.values()], rows: rowSets };
+
+  function rowSetOf(
+    name: string,
+    r: { columns?: string[]; values: (string | null)[][]; where: string },
+  ): RowSet {
+    const t = tables.get(name);
+    if (!t)
+      throw new DesiredStateError(`${r.where}: rows are declared for ${name}, which no statement creates`);
+    const columns = r.columns ?? t.columns.map((c) => c.name);
+    // The primary key, else a unique key over NOT NULL columns (whole columns, no prefix): it keys one row.
+    const notNull = (c: string) => t.columns.some((x) => x.name === c && !x.nullable);
+    const keyOf = (i: RawIndex) =>
+      i.parts.every((p) => p.column !== undefined && p.length === undefined && notNull(p.column))
+        ? i.parts.map((p) => p.column ?? '')
+        : undefined;
+    const pk =
+      t.indexes.find((i) => i.primary)?.parts.map((p) => p.column ?? '') ??
+      t.indexes
+        .filter((i) => i.unique)
+        .map(keyOf)
+        .find((k) => k !== undefined);
+    if (!pk || pk.length === 0)
+      throw new DesiredStateError(
+        `rows are declared for ${name}, which has no primary key (nor a unique key on NOT NULL columns); declare one`,
+      );
+    const missing = pk.find((k) => !columns.includes(k));
+    if (missing !== undefined)
+      throw new DesiredStateError(`${r.where}: INSERT INTO ${name} must list the key column ${missing}`);
+    const seen = new Set<string>();
+    const values = r.values.map((vals) => {
+      const o: Record<string, string | null> = {};
+      columns.forEach((c, i) => (o[c] = vals[i] ?? null));
+      const key = JSON.stringify(pk.map((k) => o[k] ?? null));
+      if (seen.has(key))
+        throw new DesiredStateError(
+          `${r.where}: the row of ${name} with key ${pk.map((k) => `${k} = ${o[k] ?? 'NULL'}`).join(', ')} is declared twice`,
+        );
+      seen.add(key);
+      return o as RowValues;
+    });
+    return { kind: 'RowSet', schema: '', table: name, key: pk, columns, rows: values };
+  }
 }
 
 /** A statement's text starts after the comments that precede it. */
@@ -407,6 +455,8 @@ function tableFrom(ast: Node, where: string, invisibleColumns: ReadonlySet<strin
   for (const d of list(ast['create_definitions'])) {
     if (d['resource'] === 'column') {
       const { column, extras } = columnFrom(d, invisibleColumns);
+      if (columns.some((c) => c.name.toLowerCase() === column.name.toLowerCase()))
+        throw new DesiredStateError(`${where}: column ${column.name} of ${name} is declared twice`);
       columns.push(column);
       if (extras.pk)
         indexes.push({
@@ -425,6 +475,16 @@ function tableFrom(ast: Node, where: string, invisibleColumns: ReadonlySet<strin
           parts: [{ column: column.name, descending: false }],
           invisible: false,
         });
+      const check = d['check'];
+      if (isNode(check)) {
+        const e = Array.isArray(check['definition']) ? (check['definition'] as unknown[])[0] : undefined;
+        const named = typeof check['constraint'] === 'string' ? check['constraint'] : undefined;
+        checks.push({
+          ...(named !== undefined ? { name: named } : {}),
+          expression: exprText(e),
+          column: column.name,
+        });
+      }
       const ref = d['reference_definition'];
       if (isNode(ref) && ref['table'] !== undefined) {
         foreignKeys.push({

@@ -6,11 +6,13 @@ import type { RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
+import { DesiredStateError } from '../pg/pg-desired.ts';
 import {
   columnsOfTables,
   normaliseTable,
   normaliseView,
   quoteIdent,
+  quoteLiteral,
   type RawCheck,
   type RawColumn,
   type RawForeignKey,
@@ -321,6 +323,19 @@ export async function readRows(
  */
 export async function normaliseRowValues(session: Session, table: Table, rows: RowSet): Promise<RowSet> {
   if (rows.rows.length === 0) return rows;
+  // CAST turns a non-number into 0 with a warning: a declared value that is no number is refused here.
+  for (const c of rows.columns) {
+    const col = table.columns.find((x) => x.name === c);
+    if (col === undefined || !/int|decimal|float|double/.test(col.type.name)) continue;
+    const bad = rows.rows.find((r) => {
+      const v = r[c];
+      return v !== null && v !== undefined && !/^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(v);
+    })?.[c];
+    if (bad !== undefined && bad !== null)
+      throw new DesiredStateError(
+        `rows declared for ${table.name}: ${quoteLiteral(bad)} does not fit column ${c} (${col.type.name}${col.type.mods})`,
+      );
+  }
   const castable = rows.columns.filter((c) => {
     const col = table.columns.find((x) => x.name === c);
     return col !== undefined && /int|decimal|float|double|date|time|year/.test(col.type.name);

@@ -6,7 +6,7 @@
  */
 import nodeSqlParser from 'node-sql-parser';
 import type { Column, Constraint, Expr, FkAction, Index, IndexKey, Table, TypeRef, View } from '../model.ts';
-import { respellViewSelect } from './mysql-spelling.ts';
+import { respellViewSelect, tokenize } from './mysql-spelling.ts';
 import { type ColumnsOf, serverSpelling } from './mysql-view-select.ts';
 
 export type { ColumnsOf };
@@ -314,6 +314,12 @@ function canon(node: unknown, o: CanonOptions, fromTables: readonly string[]): u
     delete out['over'];
   }
   if (type === 'number' && typeof n['value'] === 'number') out['value'] = String(n['value']);
+  // `x IN (v)` is `x = v`, as the server stores it.
+  if (type === 'binary_expr' && String(n['operator']).toUpperCase() === 'IN') {
+    const right = out['right'] as { type?: unknown; value?: unknown } | undefined;
+    if (right?.type === 'expr_list' && Array.isArray(right.value) && right.value.length === 1)
+      return { ...out, operator: '=', right: right.value[0] };
+  }
   // ASC is the default direction; SEPARATOR and other keywords in any case.
   if (out['type'] === 'ASC' && out['expr'] !== undefined) delete out['type'];
   if (typeof out['keyword'] === 'string') out['keyword'] = out['keyword'].toLowerCase();
@@ -364,15 +370,21 @@ export function exprText(ast: unknown): string {
   }
 }
 
-/** Names after FROM and JOIN: what a view reads, when the grammar cannot say. */
+/** Names after FROM and JOIN (a database qualifier skipped): what a view reads, when the grammar cannot say. */
 function readsByText(select: string): { relname: string }[] {
   const names = new Set<string>();
-  // A database qualifier before the name is skipped.
-  const ident = '(?:`(?:[^`]|``)+`|[A-Za-z_$][\\w$]*)';
-  const after = new RegExp(`\\b(?:from|join)\\s*\\(*\\s*(?:${ident}\\s*\\.\\s*)?(${ident})`, 'gi');
-  for (const m of select.matchAll(after)) {
-    const raw = m[1] ?? '';
-    names.add(raw.startsWith('`') ? raw.slice(1, -1).replace(/``/g, '`') : raw);
+  const s = tokenize(select).filter((t) => t.kind !== 'space' && t.kind !== 'comment');
+  const ident = (t: { kind: string; text: string } | undefined) =>
+    t?.kind === 'quoted' ? t.text.slice(1, -1).replace(/``/g, '`') : t?.kind === 'word' ? t.text : undefined;
+  for (let k = 0; k < s.length; k++) {
+    const w = s[k];
+    if (w?.kind !== 'word' || !/^(from|join)$/i.test(w.text)) continue;
+    let at = k + 1;
+    while (s[at]?.text === '(') at++;
+    let name = ident(s[at]);
+    if (name !== undefined && s[at + 1]?.text === '.') name = ident(s[at + 2]) ?? name;
+    // `from (select …)` reads what the subquery reads, found at its own FROM.
+    if (name !== undefined && !(s[at]?.kind === 'word' && /^(select|with)$/i.test(name))) names.add(name);
   }
   return [...names].sort().map((relname) => ({ relname }));
 }
@@ -611,9 +623,11 @@ export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
   const checkNames = new Set(checks.map((c) => c.name));
   for (const ck of raw.checks) {
     if (ck.name !== undefined && checkNames.has(ck.name)) continue;
+    // MariaDB names an unnamed column check after its column; MySQL numbers it (t_chk_1).
+    const name = ck.name ?? (f.mariadb ? ck.column : undefined);
     checks.push({
       kind: 'Check',
-      ...(ck.name !== undefined ? { name: ck.name } : {}),
+      ...(name !== undefined ? { name } : {}),
       expression: expr(ck.expression, schema),
     });
   }

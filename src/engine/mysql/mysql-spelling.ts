@@ -7,9 +7,9 @@
  * attribute, which the grammar lacks, is taken out and reported. Strings and comments are never touched.
  */
 
-type TokenKind = 'space' | 'comment' | 'quoted' | 'string' | 'word' | 'punct';
+export type TokenKind = 'space' | 'comment' | 'quoted' | 'string' | 'word' | 'punct';
 
-interface Token {
+export interface Token {
   readonly kind: TokenKind;
   text: string;
 }
@@ -319,5 +319,23 @@ export function respellViewSelect(select: string): string {
       at++;
     }
   }
+  return tokens.map((t) => t.text).join('');
+}
+
+/** INSERT|REPLACE INTO name (columns) VALUES …: the table and column names backquoted. */
+export function respellInsert(sql: string): string {
+  const tokens = tokenize(sql);
+  const s = sig(tokens);
+  const into = s.findIndex((x) => upper(x.t) === 'INTO');
+  if (into < 0) return sql;
+  const table = s[into + 1]?.t;
+  if (table === undefined) return sql;
+  let at = into + 2;
+  if (s[at]?.t.text === '.') {
+    const t = s[at + 1]?.t;
+    if (t !== undefined) quote(t);
+    at += 2;
+  } else quote(table);
+  if (s[at]?.t.text === '(') quoteKeyParts(s, at, new Set());
   return tokens.map((t) => t.text).join('');
 }

@@ -88,6 +88,8 @@ function rewriteSelect(stmt: Node, columnsOf: ColumnsOf): void {
   });
   stmt['from'] = from;
   if (sources.length === 0) return;
+  // With one table read, its qualifier says nothing (the server writes it, a person rarely does).
+  const only = sources.length === 1 ? sources[0]?.qualifier : undefined;
   // `*` and `t.*`: the columns, in table order.
   if (Array.isArray(stmt['columns'])) {
     stmt['columns'] = (stmt['columns'] as Node[]).flatMap((c) => {
@@ -118,6 +120,26 @@ function rewriteSelect(stmt: Node, columnsOf: ColumnsOf): void {
   };
   for (const k of ['columns', 'where', 'groupby', 'having', 'orderby']) qualify(stmt[k]);
   for (const f of from) qualify(f['on']);
+  if (only !== undefined) {
+    const strip = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(strip);
+      if (!isNode(node)) return;
+      if (node['type'] === 'select' || (node['ast'] !== undefined && isNode(node['ast']))) return;
+      if (node['type'] === 'column_ref' && name(node['table']) === only && !node['db']) {
+        delete node['table'];
+        return;
+      }
+      Object.values(node).forEach(strip);
+    };
+    for (const k of ['columns', 'where', 'groupby', 'having', 'orderby']) strip(stmt[k]);
+  }
+  // `col AS col`: the server names every output column; the name a column has anyway says nothing.
+  if (Array.isArray(stmt['columns']))
+    for (const c of stmt['columns'] as Node[]) {
+      const e = isNode(c['expr']) ? c['expr'] : undefined;
+      const col = e?.['type'] === 'column_ref' ? name(e['column']) : undefined;
+      if (col !== undefined && name(c['as'])?.toLowerCase() === col.toLowerCase()) c['as'] = null;
+    }
   // ORDER BY an output column's alias: the server writes the aliased expression.
   const aliased = new Map<string, unknown>();
   if (Array.isArray(stmt['columns']))

@@ -80,7 +80,7 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
     if (c.seed !== undefined) {
       if (c.seed.trim() !== '') await conn.query(c.seed);
     } else await seedRows(conn, currentModel);
-    const scope = { exclude: c.exclude ?? [] };
+    const scope = { exclude: c.exclude ?? [], protectedTables: c.protectedTables ?? [] };
     const again = await plan(url, d, files('current', managedCurrent), scope);
     assert.deepEqual(
       again.plan?.statements.map((s) => s.sql) ?? [],
@@ -97,6 +97,13 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       }
       assert.equal(p.outcome, 'refused');
       assert.match(p.refusal?.reason ?? '', esc(c.error));
+      assert.equal(p.bytes, undefined, 'a refused plan has no SQL');
+      if (c.kinds !== undefined)
+        assert.deepEqual(
+          [...new Set(p.changes.map((x) => x.kind))].sort(),
+          [...new Set(c.kinds)].sort(),
+          'the refused change kinds',
+        );
       return;
     }
     const p = await plan(url, d, files('desired', c.desired), scope);
@@ -109,6 +116,10 @@ export async function runCase(c: SchemaCase, url: string): Promise<void> {
       );
     }
     if (c.destructive !== undefined) assert.equal(p.plan?.destructive, c.destructive, 'destructive flag');
+    if (c.header !== undefined) {
+      const h = p.plan?.header as Readonly<Record<string, number>> | undefined;
+      for (const [k, v] of Object.entries(c.header)) assert.equal(h?.[k], v, `plan header ${k}`);
+    }
     assert.ok(
       p.plan?.statements.every((s) => s.transactional === false),
       'every MySQL statement is marked as committing on its own',
