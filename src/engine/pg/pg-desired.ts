@@ -407,9 +407,21 @@ export class DesiredStateBuilder {
             this.indexesOfUnmanaged.add(objectKey(schema, String(n['idxname'])));
           return;
         }
+        if (this.objects.isMatview(schema, name)) {
+          const index = this.index(n);
+          this.objectStep(s, () => this.objects.addMatviewIndex(schema, name, n, index));
+          return;
+        }
         this.table(schema, name, s).indexes.push(this.index(n));
         return;
       }
+      case 'CreateTableAsStmt':
+        if (n['objtype'] === 'OBJECT_MATVIEW') {
+          this.objectStep(s, () => this.objects.addMatview(n, 'materialized view'));
+          return;
+        }
+        this.unmanagedStatement(s);
+        return;
       case 'AlterTableStmt':
         this.alterTable(s);
         return;
@@ -892,6 +904,10 @@ export class DesiredStateBuilder {
         const column = list[list.length - 1] ?? '';
         const q = qual(list.slice(0, -1));
         if (this.isUnmanagedRelation(q)) return;
+        if (this.objects.isMatview(q.schema, q.name))
+          throw new DesiredStateError(
+            `${this.where(s)}: COMMENT ON COLUMN ${q.name}.${column}: comments on a materialized view's columns are not managed; remove it or set it in a migration`,
+          );
         const t = this.tables.get(objectKey(q.schema, q.name));
         set(
           t?.columns.find((c) => c.name === column),
@@ -935,6 +951,7 @@ export class DesiredStateBuilder {
       case 'OBJECT_INDEX': {
         const q = qual(list);
         if (this.indexesOfUnmanaged.has(objectKey(q.schema, q.name))) return;
+        if (this.objects.commentMatviewIndex(q.schema, q.name, text)) return;
         for (const t of this.tables.values()) {
           if (t.schema !== q.schema) continue;
           const i = t.indexes.findIndex((x) => x.name === q.name);
@@ -1137,6 +1154,7 @@ export class DesiredStateBuilder {
       objects: this.objects.build(
         new Set([...tableMap.values()].map((t) => objectKey(t.schema, t.name))),
         new Set([...this.views.values()].map((v) => objectKey(v.schema, v.name))),
+        (query) => viewKey(query, tableMap, this.defaultSchema),
       ),
     };
   }

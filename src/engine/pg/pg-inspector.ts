@@ -47,7 +47,7 @@ ORDER BY 1, 2`;
 const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS relkind,
   c.relispartition AS is_partition, obj_description(c.oid, 'pg_class') AS comment,
   EXISTS (SELECT 1 FROM pg_inherits ih WHERE ih.inhrelid = c.oid) AS is_child,
-  CASE WHEN c.relkind = 'v' THEN pg_get_viewdef(c.oid) END AS view_def,
+  CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END AS view_def,
   CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS part_key,
   CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS part_bound,
   (SELECT quote_ident(pn.nspname) || '.' || quote_ident(pc.relname) FROM pg_inherits pi
@@ -82,7 +82,7 @@ const Q_INDEXES = `SELECT i.indrelid::text AS oid, ci.relname AS name, pg_get_in
   obj_description(ci.oid, 'pg_class') AS comment
 FROM pg_index i JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('r', 'p') AND ${USER_SCHEMA}
+WHERE c.relkind IN ('r', 'p', 'm') AND ${USER_SCHEMA}
   AND NOT EXISTS (SELECT 1 FROM pg_constraint co WHERE co.conindid = i.indexrelid AND co.conrelid = i.indrelid AND co.contype IN ('p', 'u', 'x'))
   -- A partition's index attached to its parent's is the parent's.
   AND NOT EXISTS (SELECT 1 FROM pg_inherits ii WHERE ii.inhrelid = i.indexrelid)
@@ -127,7 +127,6 @@ const Q_RESTORE_SEARCH_PATH = `SELECT set_config('search_path', $1, true) AS res
 export const CATALOG_QUERY_COUNT = 12;
 
 const RELKIND_UNMANAGED: Readonly<Record<string, string>> = {
-  m: 'materialized view',
   f: 'foreign table',
 };
 
@@ -256,6 +255,18 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
         schema,
         name,
       });
+      continue;
+    }
+    if (relkind === 'm') {
+      // Populated or not is data: read as declared WITH NO DATA, not compared.
+      views.push(
+        `CREATE MATERIALIZED VIEW ${q} AS ${str(r['view_def']).trim().replace(/;$/, '')} WITH NO DATA;`,
+      );
+      comment(`MATERIALIZED VIEW ${q}`, r['comment']);
+      for (const i of idx.get(oid) ?? []) {
+        views.push(`${str(i['def'])};`);
+        comment(`INDEX ${quoteQualified(schema, str(i['name']))}`, i['comment']);
+      }
       continue;
     }
     if (relkind === 'v') {

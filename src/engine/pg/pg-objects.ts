@@ -4,8 +4,8 @@
  * (pg_get_functiondef, pg_get_triggerdef, ...) go through this one normaliser, so a database and its
  * dump compare equal. Each object carries the statements that create, replace and drop it.
  */
-import type { DefinedObject, ObjectStage } from '../model.ts';
-import { objectKey, typeKey } from '../model.ts';
+import type { DefinedObject, Index, ObjectStage } from '../model.ts';
+import { indexKey, objectKey, typeKey } from '../model.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -362,7 +362,42 @@ interface AggregateDraft {
   readonly what: string;
   comment?: string;
 }
-type Draft = FunctionDraft | TriggerDraft | DomainDraft | PolicyDraft | RowSecurityDraft | AggregateDraft;
+interface MatviewDraft {
+  readonly type: 'materialized view';
+  readonly node: AstNode;
+  readonly schema: string;
+  readonly name: string;
+  comment?: string;
+}
+interface MatviewIndexDraft {
+  readonly type: 'index';
+  readonly node: AstNode;
+  readonly schema: string;
+  readonly table: string;
+  readonly name: string;
+  readonly key: string;
+  comment?: string;
+}
+type Draft =
+  | FunctionDraft
+  | TriggerDraft
+  | DomainDraft
+  | PolicyDraft
+  | RowSecurityDraft
+  | AggregateDraft
+  | MatviewDraft
+  | MatviewIndexDraft;
+
+/** Every relation a query reads, as refs. */
+function readRefs(node: unknown, ds: string, out: Set<string>): Set<string> {
+  if (Array.isArray(node)) for (const x of node) readRefs(x, ds, out);
+  else if (isRecord(node)) {
+    if (isRecord(node['RangeVar']))
+      out.add(objectKey(String(node['RangeVar']['schemaname'] ?? ds), String(node['RangeVar']['relname'])));
+    for (const v of Object.values(node)) readRefs(v, ds, out);
+  }
+  return out;
+}
 
 /** Aggregate options naming a function, and the defaults PostgreSQL fills in. */
 const AGGREGATE_FUNCTIONS = new Set(['sfunc', 'finalfunc', 'combinefunc', 'serialfunc', 'deserialfunc']);
@@ -425,6 +460,45 @@ export class PgObjects {
     if (this.drafts.has(id))
       throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
     this.drafts.set(id, { type: 'aggregate', node: n, ...q, args, what });
+  }
+
+  addMatview(n: AstNode, what: string): void {
+    const into = n['into'] as AstNode;
+    const q = relOf(into['rel'], this.ds);
+    const id = JSON.stringify(['materialized view', q.schema, q.name]);
+    if (this.drafts.has(id))
+      throw new ObjectDeclarationError(
+        `${what} ${q.schema}.${q.name} is declared twice; keep one declaration`,
+      );
+    this.drafts.set(id, { type: 'materialized view', node: n, ...q });
+  }
+
+  isMatview(schema: string, name: string): boolean {
+    return this.drafts.has(JSON.stringify(['materialized view', schema, name]));
+  }
+
+  /** An index on a materialized view: `index` is its model form (compared by the model's index key). */
+  addMatviewIndex(schema: string, table: string, n: AstNode, index: Index): void {
+    if (index.name === undefined)
+      throw new ObjectDeclarationError(
+        `an index on materialized view ${schema}.${table} needs a name; name it`,
+      );
+    this.drafts.set(JSON.stringify(['index', schema, index.name]), {
+      type: 'index',
+      node: n,
+      schema,
+      table,
+      name: index.name,
+      key: indexKey(index),
+    });
+  }
+
+  commentMatviewIndex(schema: string, name: string, text: string | undefined): boolean {
+    const d = this.drafts.get(JSON.stringify(['index', schema, name]));
+    if (d?.type !== 'index') return false;
+    if (text === undefined) delete d.comment;
+    else d.comment = text;
+    return true;
   }
 
   addTrigger(n: AstNode, what: string): void {
@@ -541,6 +615,12 @@ export class PgObjects {
           `${type.toUpperCase()} ${name} ON ${t.schema}.${t.name}`,
         );
       }
+      case 'OBJECT_MATVIEW': {
+        const q = qualify(list, this.ds);
+        const d = this.drafts.get(JSON.stringify(['materialized view', q.schema, q.name]));
+        if (d === undefined) return false;
+        return setOn(d, `MATERIALIZED VIEW ${q.schema}.${q.name}`);
+      }
       case 'OBJECT_DOMAIN': {
         const q = qualify(names((obj['TypeName'] as AstNode | undefined)?.['names']), this.ds);
         return setOn(
@@ -562,13 +642,80 @@ export class PgObjects {
    * The objects. `relations` are the refs of the declared tables and views: a routine whose signature names
    * one of their row types is created after them.
    */
-  build(relations: ReadonlySet<string>, views: ReadonlySet<string>): DefinedObject[] {
-    return [...this.drafts.values()].map((d) => this.object(d, relations, views));
+  build(
+    relations: ReadonlySet<string>,
+    views: ReadonlySet<string>,
+    queryKey: (query: AstNode) => string,
+  ): DefinedObject[] {
+    return [...this.drafts.values()].map((d) => this.object(d, relations, views, queryKey));
   }
 
-  private object(d: Draft, relations: ReadonlySet<string>, views: ReadonlySet<string>): DefinedObject {
+  private object(
+    d: Draft,
+    relations: ReadonlySet<string>,
+    views: ReadonlySet<string>,
+    queryKey: (query: AstNode) => string,
+  ): DefinedObject {
     const ds = this.ds;
     switch (d.type) {
+      case 'materialized view': {
+        const query = d.node['query'] as AstNode;
+        const q = quoteQualified(d.schema, d.name);
+        const into = d.node['into'] as AstNode;
+        const self = objectKey(d.schema, d.name);
+        const reads = readRefs(query, ds, new Set());
+        reads.delete(self);
+        return {
+          kind: 'Defined',
+          objectType: 'materialized view',
+          schema: d.schema,
+          name: d.name,
+          ref: self,
+          // Whether it is populated is data (pg_dump writes WITH NO DATA and refreshes later): not compared.
+          key: queryKey(query),
+          create: [
+            deparseNode({
+              CreateTableAsStmt: {
+                ...d.node,
+                into: {
+                  ...into,
+                  rel: { schemaname: d.schema, relname: d.name, inh: true, relpersistence: 'p' },
+                },
+              },
+            }),
+          ],
+          drop: [`DROP MATERIALIZED VIEW ${q}`],
+          uses: [...reads, ...calledRefs(canonicalKey(query, ds), ds)],
+          stage: 'matviews',
+          ...(d.comment !== undefined ? { comment: d.comment } : {}),
+          commentOn: `MATERIALIZED VIEW ${q}`,
+        };
+      }
+      case 'index': {
+        const q = quoteQualified(d.schema, d.name);
+        return {
+          kind: 'Defined',
+          objectType: 'index',
+          schema: d.schema,
+          name: d.name,
+          ref: JSON.stringify(['index', d.schema, d.name]),
+          table: d.table,
+          key: d.key,
+          create: [
+            deparseNode({
+              IndexStmt: {
+                ...d.node,
+                relation: { schemaname: d.schema, relname: d.table, inh: true, relpersistence: 'p' },
+              },
+            }),
+          ],
+          drop: [`DROP INDEX ${q}`],
+          uses: [objectKey(d.schema, d.table)],
+          stage: 'after-views',
+          ...(d.comment !== undefined ? { comment: d.comment } : {}),
+          commentOn: `INDEX ${q}`,
+        };
+      }
       case 'function': {
         const { sig, node } = d;
         const { key, replaceKey } = functionKey(node, ds, d.what);
