@@ -30,7 +30,8 @@ act_job_on_node_agent() {
 # deploy/helm/ptah-operator: the manager runs as the Deployment's two Pods on the node agent, serving
 # the webhooks behind their Service); the ordinary user declares a schema (apply: OnApproval) for a
 # fresh PostgreSQL database; the approver approves the published plan; the database converges and the
-# journal shows it; the release is uninstalled.
+# journal shows it; then the same people run two versioned migrations with a PtahMigration (plan,
+# approval, apply, history read back); the release is uninstalled.
 act_operator_worked_example() {
   node --import tsx test/env/demo-operator.ts
 }

@@ -6,10 +6,37 @@
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
 import type { ConfigMapObject } from '../../src/api/core.ts';
-import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
 import { reassemblePlan } from '../../src/plan-store/reassemble-plan.ts';
 import { readPlan, type PlanDocument } from '../../src/engine/plan-file.ts';
+
+/** What the progress, stop and journal printers read: the part of status both families share. */
+export interface WatchedResource {
+  readonly status?: {
+    readonly phase?: string;
+    readonly conditions?: readonly {
+      readonly type: string;
+      readonly status: string;
+      readonly reason: string;
+      readonly message?: string;
+    }[];
+    readonly claim?: { readonly type: string; readonly jobName: string };
+    readonly journal?: {
+      readonly coveredSince: string;
+      readonly entries: readonly {
+        readonly time: string;
+        readonly type: string;
+        readonly operation?: string;
+        readonly reason?: string;
+        readonly outcome?: string;
+        readonly plan?: string;
+        readonly approval?: string;
+        readonly approver?: string;
+        readonly count?: number;
+      }[];
+    };
+  };
+}
 
 /** Prints a line whenever the phase, a condition's status or reason, or the claimed operation changes. */
 export class ProgressPrinter {
@@ -19,7 +46,7 @@ export class ProgressPrinter {
 
   constructor(private readonly startedAt: number) {}
 
-  observe(schema: PtahSchema): void {
+  observe(schema: WatchedResource): void {
     const status = schema.status;
     const changed: string[] = [];
     for (const c of status?.conditions ?? []) {
@@ -42,7 +69,7 @@ export class ProgressPrinter {
 }
 
 /** The message of the condition that explains a stop (Blocked or Failed), for an error a person can act on. */
-export function explainStop(schema: PtahSchema): string {
+export function explainStop(schema: WatchedResource): string {
   const conditions = schema.status?.conditions ?? [];
   const telling =
     conditions.find((c) => c.type === 'ReconciliationFailed' && c.status === 'True') ??
@@ -142,7 +169,7 @@ export async function printDatabase(url: string): Promise<void> {
   }
 }
 
-export function printJournal(schema: PtahSchema): void {
+export function printJournal(schema: WatchedResource): void {
   const journal = schema.status?.journal;
   if (!journal || journal.entries.length === 0) {
     console.log('  (the journal is empty)');

@@ -5,7 +5,8 @@
  *   the ordinary user declares a schema for a fresh PostgreSQL database (Secret + ConfigMap + PtahSchema
  *   with apply: OnApproval) and watches it reach AwaitingApproval, then reads the published plan;
  *   the approver approves exactly that plan; the user watches it reach InSync and reads the database
- *   and the journal. The release is uninstalled at the end, also on failure or Ctrl-C.
+ *   and the journal; then the same people run versioned migrations with a PtahMigration
+ *   (demo-operator-migration.ts). The release is uninstalled at the end, also on failure or Ctrl-C.
  * Reads the environment from $PTAH_ENV_DIR/env.json (written by `npm run env -- up`).
  */
 import { randomBytes } from 'node:crypto';
@@ -20,6 +21,7 @@ import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
 import { redact } from '../../src/engine/database-url.ts';
 import { installOperator, waitFor, WaitAborted, type InstalledOperator } from './demo-operator-install.ts';
+import { migrationAct } from './demo-operator-migration.ts';
 import {
   explainStop,
   printDatabase,
@@ -297,6 +299,9 @@ async function workedExample(demo: Demo): Promise<void> {
 
   section(`the journal of PtahSchema ${names.schema} (status.journal)`);
   printJournal(synced);
+
+  // The second family on the same installed operator: versioned migrations for a database of their own.
+  await migrationAct({ ...demo, createDatabase, section, kubeconfig });
 }
 
 async function main(): Promise<number> {
