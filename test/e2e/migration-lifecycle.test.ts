@@ -279,7 +279,7 @@ async function approve(t: E2E, m: PtahMigration, approval: string): Promise<void
   });
 }
 
-/** Nothing a database holds, no statement and no credential in status or Events. */
+/** Nothing a database holds, no statement and no credential in status, Events, Job specs or logs. */
 async function assertNothingLeaks(
   t: E2E,
   name: string,
@@ -300,6 +300,27 @@ async function assertNothingLeaks(
     assert.ok(!spec.includes(password), 'no credential in a Job spec');
     for (const f of sqlFragments) assert.ok(!spec.includes(f), `no SQL text in a Job spec (${f})`);
   }
+  // The operation Pods' logs (the runner's bounded stderr and its frame) and the manager's own log, at
+  // debug level: what an operator's log pipeline would keep.
+  const pods = await t.core.listNamespacedPod({
+    namespace: t.namespace,
+    labelSelector: `${API_GROUP}/migration=${name}`,
+  });
+  const logs: string[] = t.managerLogs.map((f) => readFileSync(f, 'utf8'));
+  for (const pod of pods.items) {
+    for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+      const log = await t.core
+        .readNamespacedPodLog({ namespace: t.namespace, name: pod.metadata!.name!, container: c.name })
+        .catch(() => '');
+      logs.push(String(log));
+    }
+  }
+  assert.ok(pods.items.length > 0, 'the operation Pods are still there to read');
+  const logText = logs.join('\n');
+  assert.match(logText, /ptah-runner: /, 'the runner logs were read');
+  assert.ok(!logText.includes(password), 'no credential in a log');
+  assert.ok(!logText.includes(url), 'no URL in a log');
+  for (const f of sqlFragments) assert.ok(!logText.includes(f), `no SQL text in a log (${f})`);
 }
 
 for (const engine of ENGINES) {
