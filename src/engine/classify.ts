@@ -154,7 +154,10 @@ export function classify(change: Change): Classification {
     case 'DropTable':
       return c('destructive', 'drops a table and every row in it', true);
     case 'AlterTableOptions':
-      return c('warning', 'changes table options (engine, collation, row format): rebuilds the table');
+      return c(
+        'warning',
+        'changes table options (MySQL engine, collation, row format: rebuilds the table; PostgreSQL storage parameters: apply to later writes)',
+      );
     case 'RenameTable':
       return c('warning', 'renames a table (declared): its rows are kept; clients using the old name break');
     case 'RenameColumn':

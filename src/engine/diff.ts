@@ -648,6 +648,16 @@ function pushColumnComment(tr: TableRef, c: Column, push: (c: Change) => void): 
   });
 }
 
+/** An identity column's sequence options, in one order: what a change of them compares. */
+function identityOptionsKey(c: Column): string {
+  const o = c.identityOptions ?? {};
+  return JSON.stringify(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k as keyof typeof o]]),
+  );
+}
+
 /** Column attributes only some dialects have (ON UPDATE, INVISIBLE): a change restates the column. */
 function extrasKey(c: Column): string {
   return JSON.stringify([c.onUpdate?.key ?? null, c.invisible ?? false]);
@@ -695,8 +705,27 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
     push({ kind: 'SetNotNull', table: tr, column: c });
   if (l.identity === undefined && c.identity !== undefined)
     push({ kind: 'AddIdentity', table: tr, column: c });
-  else if (l.identity !== undefined && c.identity !== undefined && l.identity !== c.identity)
+  else if (
+    l.identity !== undefined &&
+    c.identity !== undefined &&
+    (l.identity !== c.identity || identityOptionsKey(l) !== identityOptionsKey(c))
+  )
     push({ kind: 'SetIdentity', table: tr, column: c });
+  const seq = c.identitySequence;
+  const liveSeq = l.identitySequence;
+  if (
+    l.identity !== undefined &&
+    c.identity !== undefined &&
+    seq !== undefined &&
+    liveSeq !== undefined &&
+    (seq.schema !== liveSeq.schema || seq.name !== liveSeq.name)
+  )
+    push({
+      kind: 'Unsupported',
+      object: obj,
+      reason: `${obj}: its identity sequence is ${liveSeq.schema}.${liveSeq.name} but SEQUENCE NAME ${seq.schema}.${seq.name} is declared; rename the sequence in a migration (ALTER SEQUENCE ... RENAME TO) or declare its name`,
+      category: 'columns_modified',
+    });
   // Identity and serial columns are NOT NULL by construction; dropping identity keeps NOT NULL.
   if (!l.notNull && c.notNull && c.identity === undefined) push({ kind: 'SetNotNull', table: tr, column: c });
   if (l.notNull && !c.notNull) push({ kind: 'DropNotNull', table: tr, column: c });

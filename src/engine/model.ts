@@ -42,7 +42,13 @@ export interface Column {
   readonly generatedStorage?: 'virtual' | 'stored';
   /** Declared with `-- ptah:renamed-from <old>`: a live column of that name is this one, renamed. */
   readonly renamedFrom?: string;
+  /** PostgreSQL: an identity column's sequence options that differ from PostgreSQL's choice for its type. */
+  readonly identityOptions?: Readonly<Partial<Record<IdentityOption, string>>>;
+  /** PostgreSQL: the identity sequence's name; in a desired state only when declared (SEQUENCE NAME). */
+  readonly identitySequence?: { readonly schema: string; readonly name: string };
 }
+
+export type IdentityOption = 'increment' | 'minvalue' | 'maxvalue' | 'start' | 'cache' | 'cycle';
 
 export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set default';
 
@@ -50,6 +56,8 @@ export interface PrimaryKey {
   readonly kind: 'PrimaryKey';
   readonly name?: string;
   readonly columns: readonly string[];
+  /** PostgreSQL: the constraint index's storage parameters, as sorted `name=value` texts. */
+  readonly storage?: readonly string[];
 }
 
 export interface UniqueConstraint {
@@ -59,6 +67,8 @@ export interface UniqueConstraint {
   readonly nullsNotDistinct: boolean;
   readonly deferrable: boolean;
   readonly initiallyDeferred: boolean;
+  /** PostgreSQL: the constraint index's storage parameters, as sorted `name=value` texts. */
+  readonly storage?: readonly string[];
 }
 
 export interface CheckConstraint {
@@ -119,8 +129,8 @@ export interface Index {
 }
 
 /**
- * Storage options a dialect keeps per table (MySQL: engine, collation, row format), compared as a whole;
- * the dialect renders a change of them. PostgreSQL has none.
+ * Storage options a dialect keeps per table (MySQL: engine, collation, row format; PostgreSQL: storage
+ * parameters, `toast.` ones prefixed), compared as a whole; the dialect renders a change of them.
  */
 export type TableOptions = Readonly<Record<string, string>>;
 
@@ -325,9 +335,16 @@ export function typeKey(t: TypeRef): string {
 export function constraintKey(c: Constraint): string {
   switch (c.kind) {
     case 'PrimaryKey':
-      return JSON.stringify(['pk', c.columns]);
+      return JSON.stringify(['pk', c.columns, ...storageKey(c.storage)]);
     case 'Unique':
-      return JSON.stringify(['uq', c.columns, c.nullsNotDistinct, c.deferrable, c.initiallyDeferred]);
+      return JSON.stringify([
+        'uq',
+        c.columns,
+        c.nullsNotDistinct,
+        c.deferrable,
+        c.initiallyDeferred,
+        ...storageKey(c.storage),
+      ]);
     case 'Check':
       return JSON.stringify(['ck', c.expression.key]);
     case 'ForeignKey':
@@ -344,6 +361,11 @@ export function constraintKey(c: Constraint): string {
         c.initiallyDeferred,
       ]);
   }
+}
+
+/** Storage parameters join a constraint's key only when there are some, so other keys keep their shape. */
+function storageKey(storage: readonly string[] | undefined): (readonly string[])[] {
+  return storage === undefined || storage.length === 0 ? [] : [storage];
 }
 
 export function indexKey(i: Index): string {

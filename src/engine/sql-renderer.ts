@@ -54,14 +54,19 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
     v === null || v === undefined ? 'NULL' : h.quoteLiteral(v);
   const whereKey = (key: readonly string[], row: RowValues) =>
     key.map((k) => `${h.quoteIdent(k)} = ${value(row[k])}`).join(' AND ');
+  // PostgreSQL's constraint index storage parameters; MySQL never has any.
+  const withParams = (storage: readonly string[] | undefined) =>
+    storage === undefined || storage.length === 0
+      ? ''
+      : ` WITH (${storage.map((p) => `${h.quoteIdent(p.slice(0, p.indexOf('=')))} = ${h.quoteLiteral(p.slice(p.indexOf('=') + 1))}`).join(', ')})`;
   const constraint = (c: Constraint): string => {
     const named = c.name === undefined ? '' : `CONSTRAINT ${h.quoteIdent(c.name)} `;
     const defer = (d: boolean, i: boolean) => (d ? ` DEFERRABLE${i ? ' INITIALLY DEFERRED' : ''}` : '');
     switch (c.kind) {
       case 'PrimaryKey':
-        return `${named}PRIMARY KEY (${cols(c.columns)})`;
+        return `${named}PRIMARY KEY (${cols(c.columns)})${withParams(c.storage)}`;
       case 'Unique':
-        return `${named}UNIQUE${c.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''} (${cols(c.columns)})${defer(c.deferrable, c.initiallyDeferred)}`;
+        return `${named}UNIQUE${c.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''} (${cols(c.columns)})${withParams(c.storage)}${defer(c.deferrable, c.initiallyDeferred)}`;
       case 'Check':
         return `${named}CHECK (${c.expression.text})`;
       case 'ForeignKey':

@@ -27,6 +27,16 @@ import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import { ObjectDeclarationError, PgObjects, isPlainAggregate } from './pg-objects.ts';
 import { partitionBound, partitionKey } from './pg-partitions.ts';
+import { identityDeclaration } from './pg-identity.ts';
+import {
+  alterStorageParameters,
+  asTableOptions,
+  refuseUnmanagedColumnClauses,
+  refuseUnmanagedConstraintClauses,
+  refuseUnmanagedIndexClauses,
+  refuseUnmanagedTableClauses,
+  storageParameters,
+} from './pg-storage.ts';
 import {
   type AstNode,
   canonicalKey,
@@ -155,6 +165,8 @@ interface TableDraft {
   columns: Mutable<Column>[];
   constraints: Constraint[];
   indexes: Index[];
+  /** Storage parameters (`WITH (...)`), sorted `name=value` texts. */
+  storage: string[];
   comment?: string;
   partitionBy?: Expr;
   partitionOf?: PartitionOf;
@@ -407,12 +419,14 @@ export class DesiredStateBuilder {
             this.indexesOfUnmanaged.add(objectKey(schema, String(n['idxname'])));
           return;
         }
+        const where = `${this.where(s)}: index ${String(n['idxname'] ?? '')} on ${schema}.${name}`;
+        refuseUnmanagedIndexClauses(n, where);
         if (this.objects.isMatview(schema, name)) {
-          const index = this.index(n);
+          const index = this.index(n, where);
           this.objectStep(s, () => this.objects.addMatviewIndex(schema, name, n, index));
           return;
         }
-        this.table(schema, name, s).indexes.push(this.index(n));
+        this.table(schema, name, s).indexes.push(this.index(n, where));
         return;
       }
       case 'CreateTableAsStmt':
@@ -522,7 +536,15 @@ export class DesiredStateBuilder {
       this.unmanagedRelation(unmanagedKind, schema, name);
       return;
     }
-    const t: TableDraft = { schema, name, columns: [], constraints: [], indexes: [] };
+    refuseUnmanagedTableClauses(n, what);
+    const t: TableDraft = {
+      schema,
+      name,
+      columns: [],
+      constraints: [],
+      indexes: [],
+      storage: storageParameters(n['options'], true, what),
+    };
     if (isRecord(n['partspec'])) t.partitionBy = partitionKey(n['partspec'], this.defaultSchema);
     if (isRecord(n['partbound'])) {
       const parent = rel(((n['inhRelations'] as unknown[] | undefined) ?? [])[0], this.defaultSchema);
@@ -562,6 +584,7 @@ export class DesiredStateBuilder {
 
   private addColumn(t: TableDraft, def: AstNode, what: string): void {
     const colName = String(def['colname']);
+    refuseUnmanagedColumnClauses(def, `${what}: column ${colName}`);
     const { type, serial } = typeRefFromAst(def['typeName'] as AstNode, this.defaultSchema);
     const col: Mutable<Column> = { kind: 'Column', name: colName, type, notNull: serial };
     if (serial) col.serial = true;
@@ -583,7 +606,10 @@ export class DesiredStateBuilder {
           col.default = exprFromAst(c['raw_expr'], this.defaultSchema);
           break;
         case 'CONSTR_IDENTITY':
-          refuseIdentityOptions(c, col, `${what}: column ${colName}`);
+          Object.assign(
+            col,
+            identityDeclaration(c['options'], col.type, this.defaultSchema, `${what}: column ${colName}`),
+          );
           col.identity = c['generated_when'] === 'a' ? 'always' : 'by default';
           col.notNull = true;
           break;
@@ -637,11 +663,21 @@ export class DesiredStateBuilder {
     const named = name === undefined ? {} : { name };
     const deferrable = c['deferrable'] === true;
     const initiallyDeferred = c['initdeferred'] === true;
+    const withParams = () => {
+      refuseUnmanagedConstraintClauses(c, what);
+      const storage = storageParameters(c['options'], false, what);
+      return storage.length === 0 ? {} : { storage };
+    };
     switch (c['contype']) {
       case 'CONSTR_PRIMARY':
         if (c['including'] !== undefined || c['indexname'] !== undefined)
           throw new DesiredStateError(`${what}: PRIMARY KEY with INCLUDE or USING INDEX is not supported`);
-        return { kind: 'PrimaryKey', ...named, columns: columnLevel ?? names(c['keys']) };
+        return {
+          kind: 'PrimaryKey',
+          ...named,
+          columns: columnLevel ?? names(c['keys']),
+          ...withParams(),
+        };
       case 'CONSTR_UNIQUE':
         if (c['including'] !== undefined || c['indexname'] !== undefined)
           throw new DesiredStateError(
@@ -654,6 +690,7 @@ export class DesiredStateBuilder {
           nullsNotDistinct: c['nulls_not_distinct'] === true,
           deferrable,
           initiallyDeferred,
+          ...withParams(),
         };
       case 'CONSTR_CHECK':
         if (c['is_no_inherit'] === true)
@@ -688,7 +725,7 @@ export class DesiredStateBuilder {
     }
   }
 
-  private index(n: AstNode): Index {
+  private index(n: AstNode, what: string): Index {
     const keys: IndexKey[] = ((n['indexParams'] as AstNode[]) ?? []).map((p) => {
       const e = p['IndexElem'] as AstNode;
       const opclass = names(e['opclass']);
@@ -723,7 +760,7 @@ export class DesiredStateBuilder {
       include,
       ...(n['whereClause'] !== undefined ? { where: exprFromAst(n['whereClause'], this.defaultSchema) } : {}),
       nullsNotDistinct: n['nulls_not_distinct'] === true,
-      ...storageParameters(n['options']),
+      ...indexStorage(n['options'], what),
     };
   }
 
@@ -803,11 +840,23 @@ export class DesiredStateBuilder {
         case 'AT_AddIdentity': {
           const c = col();
           const def = (cmd['def'] as AstNode)['Constraint'] as AstNode;
-          refuseIdentityOptions(def, c, `${what}: column ${c.name}`);
+          Object.assign(
+            c,
+            identityDeclaration(def['options'], c.type, this.defaultSchema, `${what}: column ${c.name}`),
+          );
           c.identity = def['generated_when'] === 'a' ? 'always' : 'by default';
           c.notNull = true;
           break;
         }
+        case 'AT_SetRelOptions':
+        case 'AT_ResetRelOptions':
+          t.storage = alterStorageParameters(
+            t.storage,
+            cmd['def'],
+            cmd['subtype'] === 'AT_ResetRelOptions',
+            what,
+          );
+          break;
         case 'AT_ChangeOwner':
         case 'AT_ReplicaIdentity':
           break;
@@ -1099,6 +1148,7 @@ export class DesiredStateBuilder {
         columns: t.partitionOf !== undefined ? [] : t.columns.map((c) => Object.freeze({ ...c })),
         constraints,
         indexes: t.indexes,
+        ...(t.storage.length > 0 ? { options: asTableOptions(t.storage) } : {}),
         ...(t.comment !== undefined ? { comment: t.comment } : {}),
       });
     }
@@ -1420,40 +1470,9 @@ function literal(node: unknown, what: string): string | null {
 }
 
 /** An index's `WITH (name = value, ...)`, as sorted `name=value` texts; absent when none. */
-function storageParameters(options: unknown): { storage?: string[] } {
-  const list = ((options as AstNode[] | undefined) ?? []).map((o) => {
-    const d = o['DefElem'] as AstNode;
-    return `${String(d['defname']).toLowerCase()}=${defElemValue(d['arg']).toLowerCase()}`;
-  });
-  return list.length === 0 ? {} : { storage: list.sort() };
-}
-
-/**
- * An identity column's sequence options are not in the model: any that differs from what PostgreSQL
- * would choose anyway is refused rather than dropped (pg_dump's spelled-out defaults are accepted).
- */
-function refuseIdentityOptions(c: AstNode, col: Column, what: string): void {
-  const [, hi] = SEQ_LIMITS[col.type.name] ?? SEQ_LIMITS['bigint'] ?? ['', ''];
-  const defaults: Readonly<Record<string, readonly (string | undefined)[]>> = {
-    start: ['1'],
-    increment: ['1'],
-    minvalue: [undefined, '1'],
-    maxvalue: [undefined, hi],
-    cache: ['1'],
-    cycle: ['false'],
-    as: [col.type.name, undefined],
-  };
-  for (const o of (c['options'] as AstNode[] | undefined) ?? []) {
-    const d = o['DefElem'] as AstNode;
-    const name = String(d['defname']);
-    if (name === 'sequence_name') continue;
-    const value = d['arg'] === undefined ? undefined : defElemValue(d['arg']);
-    const allowed = defaults[name];
-    if (allowed === undefined || !allowed.includes(value))
-      throw new DesiredStateError(
-        `${what}: the identity option ${name.toUpperCase()}${value === undefined ? '' : ` ${value}`} is not managed by the schema engine; remove it (the engine would not keep it) or set it with ALTER SEQUENCE in a migration`,
-      );
-  }
+function indexStorage(options: unknown, what: string): { storage?: string[] } {
+  const list = storageParameters(options, false, what);
+  return list.length === 0 ? {} : { storage: list };
 }
 
 /** The name parts of the sequence a `nextval('...')` default reads, or undefined for any other default. */

@@ -12,6 +12,7 @@ import {
 } from './pg-inspector.ts';
 import { quoteIdent } from './pg-normalize.ts';
 import { renderPostgres } from './pg-renderer.ts';
+import { refuseToastWithoutToastTable } from './pg-storage.ts';
 
 export const postgresDialect: SchemaDialect = {
   name: 'postgres',
@@ -22,7 +23,10 @@ export const postgresDialect: SchemaDialect = {
   readRows,
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
-  resolveDesired: resolveDefaultOpclasses,
+  resolveDesired: async (session, desired) => {
+    await refuseToastWithoutToastTable(session, desired);
+    return resolveDefaultOpclasses(session, desired);
+  },
   render: renderPostgres,
   countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.

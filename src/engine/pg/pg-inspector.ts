@@ -10,6 +10,7 @@ import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
+import { catalogParameters, withClause } from './pg-storage.ts';
 
 // left() rather than LIKE 'pg\\_%': the escape in that pattern depends on standard_conforming_strings, and a
 // database that turns it off would have every schema whose name starts with "pg" silently skipped.
@@ -52,7 +53,9 @@ const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname A
   CASE WHEN c.relispartition THEN pg_get_expr(c.relpartbound, c.oid) END AS part_bound,
   (SELECT quote_ident(pn.nspname) || '.' || quote_ident(pc.relname) FROM pg_inherits pi
      JOIN pg_class pc ON pc.oid = pi.inhparent JOIN pg_namespace pn ON pn.oid = pc.relnamespace
-   WHERE c.relispartition AND pi.inhrelid = c.oid) AS part_parent
+   WHERE c.relispartition AND pi.inhrelid = c.oid) AS part_parent,
+  array_to_json(c.reloptions)::text AS options,
+  (SELECT array_to_json(tc.reloptions)::text FROM pg_class tc WHERE tc.oid = c.reltoastrelid) AS toast_options
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
 ORDER BY 2, 3`;
@@ -62,16 +65,24 @@ const Q_COLUMNS = `SELECT a.attrelid::text AS oid, a.attname AS name, format_typ
   a.attgenerated AS generated, col_description(a.attrelid, a.attnum) AS comment,
   CASE WHEN a.attcollation <> t.typcollation THEN
     CASE WHEN cn.nspname = 'pg_catalog' THEN quote_ident(co.collname) ELSE quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END
-  END AS collation
+  END AS collation,
+  idseq.seq_schema, idseq.seq_name, idseq.seqstart AS seq_start, idseq.seqincrement AS seq_increment,
+  idseq.seqmin AS seq_min, idseq.seqmax AS seq_max, idseq.seqcache AS seq_cache, idseq.seqcycle AS seq_cycle
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+LEFT JOIN LATERAL (SELECT sn.nspname AS seq_schema, sc.relname AS seq_name, s.*
+    FROM pg_depend dp JOIN pg_sequence s ON s.seqrelid = dp.objid
+    JOIN pg_class sc ON sc.oid = s.seqrelid JOIN pg_namespace sn ON sn.oid = sc.relnamespace
+  WHERE a.attidentity <> '' AND dp.classid = 'pg_class'::regclass AND dp.refclassid = 'pg_class'::regclass
+    AND dp.refobjid = a.attrelid AND dp.refobjsubid = a.attnum AND dp.deptype = 'i' LIMIT 1) idseq ON true
 LEFT JOIN pg_collation co ON co.oid = a.attcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
 WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped AND ${USER_SCHEMA}
 ORDER BY a.attrelid, a.attnum`;
 
 const Q_CONSTRAINTS = `SELECT co.conrelid::text AS oid, co.conname AS name, co.contype AS type,
-  pg_get_constraintdef(co.oid) AS def
+  pg_get_constraintdef(co.oid) AS def,
+  (SELECT array_to_json(ci.reloptions)::text FROM pg_class ci WHERE ci.oid = co.conindid AND co.contype IN ('p', 'u')) AS index_options
 FROM pg_constraint co JOIN pg_class c ON c.oid = co.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p') AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
   -- A partition's copies of its parent's keys, foreign keys and checks are the parent's.
@@ -288,7 +299,7 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       const identity = str(col['identity']);
       const generated = str(col['generated']);
       if (identity === 'a' || identity === 'd')
-        def += ` GENERATED ${identity === 'a' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`;
+        def += ` GENERATED ${identity === 'a' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY${identitySequenceOptions(col)}`;
       else if (generated === 's') def += ` GENERATED ALWAYS AS (${str(col['default_expr'])}) STORED`;
       else if (col['default_expr'] !== null) def += ` DEFAULT ${str(col['default_expr'])}`;
       if (col['not_null'] === 't') def += ' NOT NULL';
@@ -296,16 +307,21 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       comment(`COLUMN ${q}.${cq}`, col['comment']);
     }
     for (const con of cons.get(oid) ?? []) {
-      elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${str(con['def'])}`);
+      const def = withIndexParameters(str(con['def']), catalogParameters(con['index_options']));
+      elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${def}`);
     }
     const partitionBy = r['part_key'] === null ? '' : ` PARTITION BY ${str(r['part_key'])}`;
+    const storage = withClause([
+      ...catalogParameters(r['options']),
+      ...catalogParameters(r['toast_options'], 'toast.'),
+    ]);
     if (partition) {
       // Its columns are its parent's (the columns query leaves them out); its own constraints are listed.
       const own = elements.length > 0 ? ` (${elements.join(', ')})` : '';
       partitions.push(
-        `CREATE TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy};`,
+        `CREATE TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy}${storage};`,
       );
-    } else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy};`);
+    } else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
       (partition ? partitions : out).push(`${str(i['def'])};`);
@@ -355,6 +371,24 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
   }
   for (const u of unmanaged) b.addUnmanaged(u);
   return b.build();
+}
+
+/** The identity sequence as `GENERATED ... AS IDENTITY` spells it: name and every option. */
+function identitySequenceOptions(col: Row): string {
+  if (col['seq_name'] === null || col['seq_name'] === undefined) return '';
+  const name = quoteQualified(str(col['seq_schema']), str(col['seq_name']));
+  return ` (SEQUENCE NAME ${name} INCREMENT BY ${str(col['seq_increment'])} MINVALUE ${str(col['seq_min'])} MAXVALUE ${str(col['seq_max'])} START WITH ${str(col['seq_start'])} CACHE ${str(col['seq_cache'])} ${col['seq_cycle'] === 't' ? '' : 'NO '}CYCLE)`;
+}
+
+/**
+ * pg_get_constraintdef leaves out the constraint index's storage parameters: they go after the column
+ * list, before any DEFERRABLE (`PRIMARY KEY (id) WITH (fillfactor = '70')`).
+ */
+function withIndexParameters(def: string, params: readonly string[]): string {
+  if (params.length === 0) return def;
+  const head = /^(?:PRIMARY KEY|UNIQUE(?: NULLS NOT DISTINCT)?) \((?:[^()"]|"(?:[^"]|"")*")*\)/.exec(def);
+  if (!head) throw new DesiredStateError(`reading the live database: unexpected constraint ${def}`);
+  return `${head[0]}${withClause(params)}${def.slice(head[0].length)}`;
 }
 
 /** Rows of each target table (non-NULL values of a target column), all in one query; none when no target. */

@@ -7,6 +7,8 @@ import type { Change, CommentTarget } from '../changes.ts';
 import type { Column, Index, Sequence } from '../model.ts';
 import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+import { identityClause, identitySetActions } from './pg-identity.ts';
+import { fromTableOptions, parameterList, parameterName, withClause } from './pg-storage.ts';
 
 const SERIAL_NAME: Readonly<Record<string, string>> = {
   smallint: 'smallserial',
@@ -18,7 +20,7 @@ export function columnDefinition(c: Column): string {
   let sql = `${quoteIdent(c.name)} ${c.serial && c.type.schema === undefined ? (SERIAL_NAME[c.type.name] ?? renderType(c.type)) : renderType(c.type)}`;
   if (c.collation !== undefined) sql += ` COLLATE ${quoteIdent(c.collation)}`;
   if (c.identity !== undefined)
-    sql += ` GENERATED ${c.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`;
+    sql += ` GENERATED ${c.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY${identityClause(c)}`;
   else if (c.generated !== undefined) sql += ` GENERATED ALWAYS AS (${c.generated.text}) STORED`;
   else if (c.default !== undefined) sql += ` DEFAULT ${c.default.text}`;
   if (c.notNull && c.identity === undefined && !c.serial) sql += ' NOT NULL';
@@ -38,17 +40,8 @@ function indexDefinition(table: string, i: Index): string {
   });
   return (
     `CREATE ${i.unique ? 'UNIQUE ' : ''}INDEX ${i.name === undefined ? '' : quoteIdent(i.name) + ' '}ON ${table} USING ${quoteIdent(i.method)} (${keys.join(', ')})` +
-    `${i.include.length > 0 ? ` INCLUDE (${cols(i.include)})` : ''}${i.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''}${storage(i)}${i.where !== undefined ? ` WHERE (${i.where.text})` : ''}`
+    `${i.include.length > 0 ? ` INCLUDE (${cols(i.include)})` : ''}${i.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''}${withClause(i.storage)}${i.where !== undefined ? ` WHERE (${i.where.text})` : ''}`
   );
-}
-
-function storage(i: Index): string {
-  if (i.storage === undefined || i.storage.length === 0) return '';
-  const params = i.storage.map((p) => {
-    const at = p.indexOf('=');
-    return `${quoteIdent(p.slice(0, at))} = ${quoteLiteral(p.slice(at + 1))}`;
-  });
-  return ` WITH (${params.join(', ')})`;
 }
 
 function sequenceOptions(s: Sequence): string {
@@ -73,7 +66,8 @@ const SHARED = sharedRenderer({
   quoteLiteral,
   renderType,
   columnDefinition,
-  tableSuffix: (t) => (t.partitionBy !== undefined ? ` PARTITION BY ${t.partitionBy.text}` : ''),
+  tableSuffix: (t) =>
+    `${t.partitionBy !== undefined ? ` PARTITION BY ${t.partitionBy.text}` : ''}${withClause(fromTableOptions(t.options))}`,
 });
 
 const RENDER: RendererTable = {
@@ -84,11 +78,26 @@ const RENDER: RendererTable = {
     if (p === undefined) return SHARED.CreateTable(c);
     const t = quoteQualified(c.table.schema, c.table.name);
     return [
-      `CREATE TABLE ${t} PARTITION OF ${quoteQualified(p.schema, p.table)} ${p.bound}${c.table.partitionBy !== undefined ? ` PARTITION BY ${c.table.partitionBy.text}` : ''}`,
+      `CREATE TABLE ${t} PARTITION OF ${quoteQualified(p.schema, p.table)} ${p.bound}${c.table.partitionBy !== undefined ? ` PARTITION BY ${c.table.partitionBy.text}` : ''}${withClause(fromTableOptions(c.table.options))}`,
       ...c.table.constraints.flatMap((k) =>
         SHARED.AddConstraint({ kind: 'AddConstraint', table: c.table, constraint: k }),
       ),
     ];
+  },
+  // Storage parameters: the changed ones set, the ones no longer declared reset to PostgreSQL's default.
+  AlterTableOptions: (c) => {
+    const to = fromTableOptions(c.options);
+    const set = to.filter((p) => !fromTableOptions(c.from).includes(p));
+    const reset = Object.keys(c.from)
+      .filter((k) => c.options[k] === undefined)
+      .sort();
+    const actions = [
+      ...(set.length > 0 ? [`SET (${parameterList(set)})`] : []),
+      ...(reset.length > 0 ? [`RESET (${reset.map(parameterName).join(', ')})`] : []),
+    ];
+    return actions.length === 0
+      ? []
+      : [`ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ${actions.join(', ')}`];
   },
   CreateSchema: (c) => [
     `CREATE SCHEMA ${quoteIdent(c.schema)}`,
@@ -145,10 +154,10 @@ const RENDER: RendererTable = {
     `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP NOT NULL`,
   ],
   AddIdentity: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} ADD GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY`,
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} ADD GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY${identityClause(c.column)}`,
   ],
   SetIdentity: (c) => [
-    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'}`,
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} SET GENERATED ${c.column.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} ${identitySetActions(c.column)}`,
   ],
   DropIdentity: (c) => [
     `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} DROP IDENTITY`,
