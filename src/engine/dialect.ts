@@ -43,4 +43,10 @@ export interface SchemaDialect {
    * then share one normal form. Absent: the desired model is already complete.
    */
   resolveDesired?(session: Session, desired: SchemaModel): Promise<SchemaModel>;
+  /**
+   * Checks planned changes against the server they will run on (PostgreSQL: that a cast exists for every
+   * type change) and returns the refusals to add, so a plan that would fail on apply is refused when it is
+   * made. Absent: nothing to check.
+   */
+  checkChanges?(session: Session, changes: readonly Change[]): Promise<Change[]>;
 }

@@ -243,7 +243,9 @@ async function computeChanges(
     rows.push(t ? await dialect.normaliseRows(session, t, r) : r);
   }
   const desiredNorm: SchemaModel = { ...desired, rows };
-  const changes = classifyAll(diffModels({ from: liveScoped, to: desiredNorm, liveRows: live.rows }));
+  const diffed = diffModels({ from: liveScoped, to: desiredNorm, liveRows: live.rows });
+  const refused = dialect.checkChanges ? await dialect.checkChanges(session, diffed) : [];
+  const changes = classifyAll([...refused, ...diffed]);
   return { live, desired: desiredNorm, changes };
 }
 

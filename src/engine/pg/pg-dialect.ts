@@ -11,6 +11,7 @@ import {
   readRows,
 } from './pg-inspector.ts';
 import { quoteIdent } from './pg-normalize.ts';
+import { refuseTypeChangesWithoutCast } from './pg-casts.ts';
 import { renderPostgres } from './pg-renderer.ts';
 import { refuseToastWithoutToastTable } from './pg-storage.ts';
 
@@ -28,6 +29,7 @@ export const postgresDialect: SchemaDialect = {
     return resolveDefaultOpclasses(session, desired);
   },
   render: renderPostgres,
+  checkChanges: refuseTypeChangesWithoutCast,
   countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.
   useDefaultSchema: (schema) => [`SET LOCAL search_path TO ${quoteIdent(schema)}`],

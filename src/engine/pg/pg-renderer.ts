@@ -132,11 +132,7 @@ const RENDER: RendererTable = {
   AlterColumnType: (c) => {
     const t = renderType(c.column.type);
     const coll = c.column.collation !== undefined ? ` COLLATE ${quoteIdent(c.column.collation)}` : '';
-    // No cast joins two user types (one enum to another): the value goes through its text form.
-    const via =
-      c.from.type.schema !== undefined && c.column.type.schema !== undefined
-        ? `::text${c.from.type.array ? '[]' : ''}`
-        : '';
+    const via = castVia(c.from, c.column);
     const seq = c.from.serialSequence;
     return [
       `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ALTER COLUMN ${quoteIdent(c.column.name)} TYPE ${t}${coll} USING ${quoteIdent(c.column.name)}${via}::${t}`,
@@ -168,6 +164,13 @@ const RENDER: RendererTable = {
     `COMMENT ON ${commentTarget(c.target)} IS ${c.comment === undefined ? 'NULL' : quoteLiteral(c.comment)}`,
   ],
 };
+
+/** No cast joins two user types (one enum to another): the value goes through its text form. */
+export function castVia(from: Column, to: Column): string {
+  return from.type.schema !== undefined && to.type.schema !== undefined
+    ? `::text${from.type.array ? '[]' : ''}`
+    : '';
+}
 
 export function renderPostgres(change: Change): string[] {
   const fn = RENDER[change.kind] as (c: Change) => string[];
