@@ -44,6 +44,8 @@ export function renameAnnotations(
   text: StatementText,
   elements: readonly TableElement[],
   where: string,
+  /** Where annotations stop being the table's: by default the first element (ALTER TABLE: its name). */
+  bodyAt?: number,
 ): RenameAnnotations {
   const source = text.bytes.subarray(text.start, text.end).toString('utf8');
   if (!source.includes('ptah:renamed-from')) return { columns: new Map() };
@@ -55,13 +57,19 @@ export function renameAnnotations(
     .trim();
   const firstLine = source.indexOf('\n');
   const skip = sharesLine !== '' && firstLine >= 0 ? Buffer.byteLength(source.slice(0, firstLine)) : 0;
-  const bodyStart = elements[0]?.location ?? text.end;
+  const bodyStart = bodyAt ?? elements[0]?.location ?? text.end;
   let table: string | undefined;
   const columns = new Map<string, string>();
   for (const m of source.matchAll(ANNOTATION)) {
     const at = text.start + Buffer.byteLength(source.slice(0, m.index));
     if (at < text.start + skip) continue;
-    const old = identifier(m[1] ?? '');
+    const raw = m[1] ?? '';
+    // An unquoted dot can only mean a qualified name: a rename keeps its schema (moving is not declared).
+    if (!raw.startsWith('"') && raw.includes('.'))
+      throw new DesiredStateError(
+        `${where}: ptah:renamed-from ${raw} names a schema; a rename keeps the object in its schema, so name the old object alone (move a table between schemas in a migration: ALTER TABLE ... SET SCHEMA)`,
+      );
+    const old = identifier(raw);
     const line = lineOf(text.bytes, at);
     if (at < bodyStart && !elements.some((e) => lineOf(text.bytes, e.location) === line)) {
       if (table !== undefined)

@@ -890,6 +890,33 @@ export class DesiredStateBuilder {
           );
       }
     }
+    this.annotateAddedColumns(t, cmds, s, what);
+  }
+
+  /** `ALTER TABLE ... ADD COLUMN new ... -- ptah:renamed-from old`: the same annotation as in CREATE TABLE. */
+  private annotateAddedColumns(t: TableDraft, cmds: AstNode[], s: ParsedStatement, what: string): void {
+    const added = cmds.flatMap((c) => {
+      const def = c['subtype'] === 'AT_AddColumn' && isRecord(c['def']) ? c['def']['ColumnDef'] : undefined;
+      return isRecord(def)
+        ? [{ location: Number(def['location'] ?? 0), column: String(def['colname']) }]
+        : [];
+    });
+    if (added.length === 0 && !s.text.bytes.subarray(s.text.start, s.text.end).includes('ptah:renamed-from'))
+      return;
+    // `ALTER TABLE t ADD COLUMN b int; -- ptah:renamed-from a`: the rest of the statement's last line is its.
+    const lineEnd = s.text.bytes.indexOf(10, s.text.end);
+    const text = { ...s.text, end: lineEnd < 0 ? s.text.bytes.length : lineEnd };
+    const relation = s.node['relation'];
+    const at = isRecord(relation) ? Number(relation['location'] ?? 0) : undefined;
+    const renames = renameAnnotations(added.length === 0 ? s.text : text, added, what, at);
+    if (renames.table !== undefined)
+      throw new DesiredStateError(
+        `${what}: the annotation ptah:renamed-from ${renames.table} stands by no added column; a table's rename is annotated at its CREATE TABLE, a column's on its ADD COLUMN line`,
+      );
+    for (const [column, old] of renames.columns) {
+      const c = t.columns.find((x) => x.name === column);
+      if (c !== undefined) c.renamedFrom = old;
+    }
   }
 
   /** A partition's index (or key) attached to its parent's: PostgreSQL's, dropped from the partition. */
