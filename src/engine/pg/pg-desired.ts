@@ -33,8 +33,10 @@ import {
   asTableOptions,
   refuseUnmanagedColumnClauses,
   refuseUnmanagedConstraintClauses,
+  refuseUnmanagedForeignKeyClauses,
   refuseUnmanagedIndexClauses,
   refuseUnmanagedTableClauses,
+  refuseUnmanagedViewClauses,
   storageParameters,
 } from './pg-storage.ts';
 import {
@@ -445,6 +447,7 @@ export class DesiredStateBuilder {
           throw new DesiredStateError(
             `${this.where(s)}: view ${schema}.${name}: a column list after the view name is not supported; alias the columns in the SELECT instead`,
           );
+        refuseUnmanagedViewClauses(n, `${this.where(s)}: view ${schema}.${name}`);
         this.views.set(objectKey(schema, name), { schema, name, query: n['query'] as AstNode });
         return;
       }
@@ -702,6 +705,7 @@ export class DesiredStateBuilder {
           ...(c['skip_validation'] === true ? { notValid: true } : {}),
         };
       case 'CONSTR_FOREIGN': {
+        refuseUnmanagedForeignKeyClauses(c, what);
         const ref = rel(c['pktable'], this.defaultSchema);
         return {
           kind: 'ForeignKey',

@@ -135,6 +135,34 @@ export function refuseUnmanagedConstraintClauses(c: AstNode, what: string): void
     refuse(what, `USING INDEX TABLESPACE ${String(c['indexspace'])}`, 'remove the clause');
 }
 
+/** A foreign key's clauses the model does not hold (`ON DELETE SET NULL (col)`, MATCH PARTIAL). */
+export function refuseUnmanagedForeignKeyClauses(c: AstNode, what: string): void {
+  if (c['fk_del_set_cols'] !== undefined)
+    refuse(
+      what,
+      `ON DELETE SET ${c['fk_del_action'] === 'd' ? 'DEFAULT' : 'NULL'} (${names(c['fk_del_set_cols']).join(', ')})`,
+      'drop the column list (every referencing column is then set) or manage the key with a migration',
+    );
+  if (c['fk_matchtype'] === 'p') refuse(what, 'MATCH PARTIAL', 'use MATCH SIMPLE or MATCH FULL');
+}
+
+/** A view's clauses the model does not hold (`WITH (security_barrier ...)`, `WITH CHECK OPTION`). */
+export function refuseUnmanagedViewClauses(n: AstNode, what: string): void {
+  const options = storageParameters(n['options'], false, what);
+  if (options.length > 0)
+    refuse(
+      what,
+      `the view option${options.length > 1 ? 's' : ''} ${options.join(', ')}`,
+      'remove WITH (...)',
+    );
+  if (n['withCheckOption'] !== undefined && n['withCheckOption'] !== 'NO_CHECK_OPTION')
+    refuse(
+      what,
+      `WITH ${n['withCheckOption'] === 'LOCAL_CHECK_OPTION' ? 'LOCAL ' : ''}CHECK OPTION`,
+      'remove it',
+    );
+}
+
 /** Index clauses the model does not hold (TABLESPACE). */
 export function refuseUnmanagedIndexClauses(n: AstNode, what: string): void {
   if (n['tableSpace'] !== undefined)
