@@ -40,6 +40,11 @@ export interface SchemaCase {
   readonly defaultSchema?: string;
   /** Counts the plan header must show (a subset of its fields). */
   readonly header?: Readonly<Record<string, number>>;
+  /**
+   * Also plan through a scratch database (`--dev-url`): the same change kinds before apply, and nothing
+   * to do after it, so PostgreSQL's own spelling of the desired state agrees with the parsed one.
+   */
+  readonly devUrl?: boolean;
   readonly file: string;
 }
 
@@ -57,6 +62,7 @@ const CASE_KEYS = new Set([
   'reverse',
   'defaultSchema',
   'header',
+  'devUrl',
 ]);
 
 export function loadCases(dir: string): SchemaCase[] {
@@ -170,14 +176,46 @@ async function roleWithDefaultSchema(
 export async function runCase(c: SchemaCase, adminUrl: string): Promise<void> {
   const role =
     c.defaultSchema === undefined ? undefined : await roleWithDefaultSchema(adminUrl, c.defaultSchema);
+  const dev = c.devUrl === true ? await scratchDatabase(adminUrl, c) : undefined;
   try {
-    await runCaseAs(c, role?.url ?? adminUrl);
+    await runCaseAs(c, role?.url ?? adminUrl, dev?.url);
   } finally {
     await role?.drop();
+    await dev?.drop();
   }
 }
 
-async function runCaseAs(c: SchemaCase, url: string): Promise<void> {
+/** An empty database beside the case's own, for --dev-url; the role's default schema exists in it. */
+async function scratchDatabase(
+  adminUrl: string,
+  c: SchemaCase,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const u = new URL(adminUrl);
+  const name = `${u.pathname.slice(1)}_dev`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${quoteIdent(name)}`);
+  await admin.end();
+  u.pathname = `/${name}`;
+  const schema = c.defaultSchema;
+  if (schema !== undefined && !new RegExp(`CREATE SCHEMA\\s+"?${schema}\\b`, 'i').test(c.desired)) {
+    const dev = new pg.Client({ connectionString: u.toString() });
+    await dev.connect();
+    await dev.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    await dev.end();
+  }
+  return {
+    url: u.toString(),
+    drop: async () => {
+      const a = new pg.Client({ connectionString: adminUrl });
+      await a.connect();
+      await a.query(`DROP DATABASE ${quoteIdent(name)}`);
+      await a.end();
+    },
+  };
+}
+
+async function runCaseAs(c: SchemaCase, url: string, devUrl: string | undefined): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   const defaultSchema = c.defaultSchema ?? 'public';
@@ -234,6 +272,14 @@ async function runCaseAs(c: SchemaCase, url: string): Promise<void> {
       const h = p.plan?.header as Readonly<Record<string, number>> | undefined;
       for (const [k, v] of Object.entries(c.header)) assert.equal(h?.[k], v, `plan header ${k}`);
     }
+    if (devUrl !== undefined && c.kinds !== undefined) {
+      const viaDev = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }], devUrl }, scope);
+      assert.deepEqual(
+        [...new Set(viaDev.changes.map((x) => x.kind))].sort(),
+        [...new Set(c.kinds)].sort(),
+        'change kinds through --dev-url',
+      );
+    }
     const before = await rowCounts(client, currentModel);
     const a = await applyPlan(url, Buffer.from(p.bytes ?? ''));
     assert.equal(
@@ -247,6 +293,14 @@ async function runCaseAs(c: SchemaCase, url: string): Promise<void> {
       [],
       `desired should re-plan to nothing after apply, got kinds ${after.changes.map((x) => x.kind).join(', ')}`,
     );
+    if (devUrl !== undefined) {
+      const viaDev = await plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }], devUrl }, scope);
+      assert.deepEqual(
+        viaDev.plan?.statements.map((s) => s.sql) ?? [],
+        [],
+        `through --dev-url, desired should re-plan to nothing after apply, got kinds ${viaDev.changes.map((x) => x.kind).join(', ')}`,
+      );
+    }
     await checkRowsKept(client, c, p.plan?.destructive, before, defaultSchema);
     if (c.reverse !== false) {
       // And back again: desired → current must converge too, unless the engine refuses it on purpose.
