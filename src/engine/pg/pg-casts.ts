@@ -13,6 +13,8 @@ import { castVia } from './pg-renderer.ts';
 
 /** cannot_coerce: no cast between the two types. */
 const CANNOT_COERCE = '42846';
+/** undefined_object, invalid_schema_name. */
+const NOT_YET_CREATED = new Set(['42704', '3F000']);
 
 export async function refuseTypeChangesWithoutCast(
   session: Session,
@@ -59,6 +61,8 @@ async function castExists(session: Session, expression: string): Promise<boolean
   } catch (error) {
     await session.query('ROLLBACK TO SAVEPOINT ptah_cast_check');
     if (error instanceof DatabaseError && error.sqlstate === CANNOT_COERCE) return false;
+    // A type (or its schema) this plan creates (a domain, ...) cannot be asked about yet: apply decides.
+    if (error instanceof DatabaseError && NOT_YET_CREATED.has(error.sqlstate ?? '')) return true;
     throw error;
   }
 }
