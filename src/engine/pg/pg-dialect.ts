@@ -13,6 +13,7 @@ import {
 import { quoteIdent } from './pg-normalize.ts';
 import { refuseTypeChangesWithoutCast } from './pg-casts.ts';
 import { renderPostgres } from './pg-renderer.ts';
+import { refuseSequenceBoundsPastValue } from './pg-sequence-bounds.ts';
 import { refuseToastWithoutToastTable } from './pg-storage.ts';
 
 export const postgresDialect: SchemaDialect = {
@@ -29,7 +30,10 @@ export const postgresDialect: SchemaDialect = {
     return resolveDefaultOpclasses(session, desired);
   },
   render: renderPostgres,
-  checkChanges: refuseTypeChangesWithoutCast,
+  checkChanges: async (session, changes) => [
+    ...(await refuseTypeChangesWithoutCast(session, changes)),
+    ...(await refuseSequenceBoundsPastValue(session, changes)),
+  ],
   countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.
   useDefaultSchema: (schema) => [`SET LOCAL search_path TO ${quoteIdent(schema)}`],
