@@ -25,14 +25,12 @@ export const postgresDialect: SchemaDialect = {
   readRows,
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
-  resolveDesired: async (session, desired) => {
-    await refuseToastWithoutToastTable(session, desired);
-    return resolveDefaultOpclasses(session, desired);
-  },
+  resolveDesired: resolveDefaultOpclasses,
   render: renderPostgres,
   checkChanges: async (session, changes) => [
     ...(await refuseTypeChangesWithoutCast(session, changes)),
     ...(await refuseSequenceBoundsPastValue(session, changes)),
+    ...(await refuseToastWithoutToastTable(session, changes)),
   ],
   countData,
   // Not created when missing: a desired state that declares it would then fail on its CREATE SCHEMA.

@@ -5,7 +5,8 @@
  * and COMPRESSION, ...) are refused by name rather than read and dropped, so a plan never reports converged
  * while leaving out something the desired state says.
  */
-import type { SchemaModel } from '../model.ts';
+import type { Change } from '../changes.ts';
+import { objectKey } from '../model.ts';
 import type { Session } from '../session.ts';
 import { DesiredStateError } from './pg-desired.ts';
 import { type AstNode, isRecord, names, quoteIdent, quoteLiteral } from './pg-normalize.ts';
@@ -171,27 +172,44 @@ export function refuseUnmanagedIndexClauses(n: AstNode, what: string): void {
 
 /**
  * PostgreSQL keeps a TOAST table's parameters only when the table has one (a table whose columns are all
- * short and fixed-size has none), and drops them without a word otherwise: declared for such a live table,
- * they would be planned again on every run. Refused by name instead; one query, only when some are declared.
+ * short and fixed-size has none), and drops them without a word otherwise: set on such a live table, they
+ * would be planned again on every run. The plan is refused by name instead; one query, only when a plan
+ * sets some. A plan that also adds or retypes a column of that table may give it a TOAST table first, so
+ * it is left to apply.
  */
-export async function refuseToastWithoutToastTable(session: Session, desired: SchemaModel): Promise<void> {
-  const declared = desired.tables.filter((t) =>
-    Object.keys(t.options ?? {}).some((k) => k.startsWith('toast.')),
+export async function refuseToastWithoutToastTable(
+  session: Session,
+  changes: readonly Change[],
+): Promise<Change[]> {
+  const reshaped = new Set(
+    changes.flatMap((c) =>
+      c.kind === 'AddColumn' || c.kind === 'AlterColumnType' ? [objectKey(c.table.schema, c.table.name)] : [],
+    ),
   );
-  if (declared.length === 0) return;
+  const setting = changes.flatMap((c) => {
+    if (c.kind !== 'AlterTableOptions' || reshaped.has(objectKey(c.table.schema, c.table.name))) return [];
+    const toast = Object.keys(c.options).filter((k) => k.startsWith('toast.') && c.from[k] !== c.options[k]);
+    return toast.length === 0 ? [] : [{ table: c.table, toast }];
+  });
+  if (setting.length === 0) return [];
   const rows = (
     await session.query(
       `SELECT n.nspname AS schema, c.relname AS name
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN unnest($1::text[], $2::text[]) AS d(schema, name) ON d.schema = n.nspname AND d.name = c.relname
        WHERE c.relkind = 'r' AND c.reltoastrelid = 0 ORDER BY 1, 2`,
-      [declared.map((t) => t.schema), declared.map((t) => t.name)],
+      [setting.map((t) => t.table.schema), setting.map((t) => t.table.name)],
     )
   ).rows;
-  const problems = rows.map((r) => {
-    const t = declared.find((x) => x.schema === String(r['schema']) && x.name === String(r['name']));
-    const params = Object.keys(t?.options ?? {}).filter((k) => k.startsWith('toast.'));
-    return `table ${String(r['schema'])}.${String(r['name'])} has no TOAST table (no column of it can be stored out of line), so PostgreSQL does not keep ${params.join(', ')}; remove ${params.length === 1 ? 'it' : 'them'}`;
+  return rows.map((r): Change => {
+    const schema = String(r['schema']);
+    const name = String(r['name']);
+    const params = setting.find((x) => x.table.schema === schema && x.table.name === name)?.toast ?? [];
+    const obj = `table ${schema}.${name}`;
+    return {
+      kind: 'Unsupported',
+      object: obj,
+      reason: `${obj} has no TOAST table (no column of it can be stored out of line), so PostgreSQL does not keep ${params.join(', ')}; remove ${params.length === 1 ? 'it' : 'them'}`,
+    };
   });
-  if (problems.length > 0) throw new DesiredStateError(problems.join('; '));
 }
