@@ -16,7 +16,7 @@ import { API_GROUP, API_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
 import type { PtahSchema } from '../api/ptah-schema.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
-import { instrument, type OperatorMetrics } from './metrics/operator-metrics.ts';
+import { instrument, type InstrumentedCaches, type OperatorMetrics } from './metrics/operator-metrics.ts';
 import { RealmLeases } from './realm/realm-lease.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { keyString, parseKey } from './runtime/reconcile.ts';
@@ -70,7 +70,12 @@ export class Manager {
     this.startWatches(queue, signal);
     const { metrics } = this.options;
     if (metrics && this.schemas && this.jobs) {
-      instrument(metrics, { schemas: this.schemas, jobs: this.jobs, queueDepth: () => queue.length });
+      instrument(metrics, {
+        schemas: this.schemas,
+        ...(this.migrations ? { migrations: this.migrations as InstrumentedCaches['migrations'] } : {}),
+        jobs: this.jobs,
+        queueDepth: () => queue.length,
+      });
     }
 
     const deps = {
@@ -134,10 +139,12 @@ export class Manager {
           handle: async (key) => {
             const started = Date.now();
             const migration = key.startsWith(MIGRATION_KEY_PREFIX);
-            // The metrics name PtahSchema only so far; a migration's passes are not counted yet.
-            const count = (outcome: 'success' | 'error') => {
-              if (!migration) metrics?.reconciled('PtahSchema', outcome, (Date.now() - started) / 1000);
-            };
+            const count = (outcome: 'success' | 'error') =>
+              metrics?.reconciled(
+                migration ? 'PtahMigration' : 'PtahSchema',
+                outcome,
+                (Date.now() - started) / 1000,
+              );
             const run = migration
               ? migrationReconciler.reconcile(parseKey(key.slice(MIGRATION_KEY_PREFIX.length)), leadership)
               : reconciler.reconcile(parseKey(key), leadership);

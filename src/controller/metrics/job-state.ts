@@ -5,6 +5,7 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { LABELS } from '../../api/meta.ts';
+import { MIGRATION_OPERATION_TYPES, type MigrationOperationType } from '../../api/ptah-migration.ts';
 import { OPERATION_TYPES, type OperationType } from '../../api/ptah-schema.ts';
 import { METRIC_KINDS, type MetricKind } from './resource-state.ts';
 
@@ -14,15 +15,15 @@ export type JobOutcome = (typeof JOB_OUTCOMES)[number];
 export interface JobState {
   readonly uid: string;
   readonly kind: MetricKind | 'other';
-  readonly operation: OperationType | 'other';
+  readonly operation: OperationType | MigrationOperationType | 'other';
   readonly outcome: JobOutcome;
   /** From the Job's start to its end, once it ended and both times are known. */
   readonly durationSeconds?: number;
 }
 
 /** Jobs carry the operation in lower case (`apply`); the metric says it as the API does (`Apply`). */
-const OPERATIONS: ReadonlyMap<string, OperationType> = new Map(
-  OPERATION_TYPES.map((t) => [t.toLowerCase(), t]),
+const OPERATIONS: ReadonlyMap<string, OperationType | MigrationOperationType> = new Map(
+  [...OPERATION_TYPES, ...MIGRATION_OPERATION_TYPES].map((t) => [t.toLowerCase(), t]),
 );
 const KINDS: ReadonlySet<string> = new Set(METRIC_KINDS);
 

@@ -10,15 +10,29 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { DRIFT_SEVERITIES, SCHEMA_PHASES, type PtahSchemaStatus } from '../../api/ptah-schema.ts';
+import { DRIFT_SEVERITIES, type PtahSchemaStatus } from '../../api/ptah-schema.ts';
 import { jobState, type JobState } from './job-state.ts';
-import { METRIC_KINDS, resourceState, type MetricKind, type ResourceState } from './resource-state.ts';
+import type { PtahMigrationStatus } from '../../api/ptah-migration.ts';
+import {
+  METRIC_KINDS,
+  migrationResourceState,
+  PHASES_OF,
+  resourceState,
+  type MetricKind,
+  type ResourceState,
+} from './resource-state.ts';
 
 type KindState = ResourceState & { readonly kind: MetricKind };
 
-export interface WatchedResource {
-  readonly kind: MetricKind;
-  readonly status?: PtahSchemaStatus;
+export type WatchedResource =
+  | { readonly kind: 'PtahSchema'; readonly status?: PtahSchemaStatus | undefined }
+  | { readonly kind: 'PtahMigration'; readonly status?: PtahMigrationStatus | undefined };
+
+/** How each kind's status becomes a metric state. */
+function stateOf(resource: WatchedResource, now: Date): ResourceState {
+  return resource.kind === 'PtahSchema'
+    ? resourceState(resource.status, now)
+    : migrationResourceState(resource.status, now);
 }
 
 /** Where the scrape-time gauges read from: the caches and the queue, never the API server. */
@@ -108,7 +122,7 @@ export class OperatorMetrics {
       ['kind', 'phase'],
       (g, states) => {
         for (const kind of METRIC_KINDS) {
-          for (const phase of [...SCHEMA_PHASES, 'Unknown']) g.set({ kind, phase }, 0);
+          for (const phase of [...PHASES_OF[kind], 'Unknown']) g.set({ kind, phase }, 0);
         }
         for (const s of states) g.inc({ kind: s.kind, phase: s.phase });
       },
@@ -214,7 +228,7 @@ export class OperatorMetrics {
 
   private resourceStates(now: Date): KindState[] {
     return [...(this.sources?.resources() ?? [])].map((r) => ({
-      ...resourceState(r.status, now),
+      ...stateOf(r, now),
       kind: r.kind,
     }));
   }
@@ -223,6 +237,7 @@ export class OperatorMetrics {
 /** The caches the manager keeps, as the metrics need them. */
 export interface InstrumentedCaches {
   readonly schemas: k8s.ObjectCache<k8s.KubernetesObject & { status?: PtahSchemaStatus }>;
+  readonly migrations?: k8s.ObjectCache<k8s.KubernetesObject & { status?: PtahMigrationStatus }>;
   readonly jobs: k8s.Informer<k8s.V1Job> & k8s.ObjectCache<k8s.V1Job>;
   readonly queueDepth: () => number;
 }
@@ -230,7 +245,10 @@ export interface InstrumentedCaches {
 /** Wires the metrics to the manager's caches: scrape-time gauges read them, Job events count endings. */
 export function instrument(metrics: OperatorMetrics, caches: InstrumentedCaches): void {
   metrics.attach({
-    resources: () => caches.schemas.list().map((s) => ({ kind: 'PtahSchema' as const, status: s.status })),
+    resources: (): WatchedResource[] => [
+      ...caches.schemas.list().map((s) => ({ kind: 'PtahSchema' as const, status: s.status })),
+      ...(caches.migrations?.list() ?? []).map((m) => ({ kind: 'PtahMigration' as const, status: m.status })),
+    ],
     jobs: () => caches.jobs.list(),
     queueDepth: caches.queueDepth,
   });

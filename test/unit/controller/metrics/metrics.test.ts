@@ -10,7 +10,11 @@ import {
   OperatorMetrics,
   type WatchedResource,
 } from '../../../../src/controller/metrics/operator-metrics.ts';
-import { reasonLabel, resourceState } from '../../../../src/controller/metrics/resource-state.ts';
+import {
+  migrationResourceState,
+  reasonLabel,
+  resourceState,
+} from '../../../../src/controller/metrics/resource-state.ts';
 
 const NOW = new Date('2026-01-02T12:00:00Z');
 const cond = (type: string, status: 'True' | 'False', reason: string, at = '2026-01-02T10:00:00Z') => ({
@@ -134,6 +138,30 @@ describe('resourceState', () => {
   });
 });
 
+describe('migrationResourceState', () => {
+  it("reads a migration's own phases, and its latch in status as the unresolved run", () => {
+    assert.equal(migrationResourceState({ phase: 'VerifyingHistory' }, NOW).phase, 'VerifyingHistory');
+    assert.equal(migrationResourceState({ phase: 'Observing' } as never, NOW).phase, 'Unknown');
+    const latched = migrationResourceState(
+      {
+        phase: 'Blocked',
+        conditions: [cond('Ready', 'False', 'ApplyOutcomeUnknown')],
+        unresolvedRun: {
+          outcome: 'Partial',
+          operationId: DIGEST,
+          jobName: 'ptah-m-apply-orders-1',
+          recordedAt: '2026-01-02T11:00:00Z',
+        },
+      },
+      NOW,
+    );
+    assert.equal(latched.unresolvedRun, true);
+    assert.equal(latched.reason, 'ApplyOutcomeUnknown');
+    assert.deepEqual(latched.drift, {});
+    assert.equal(migrationResourceState({ phase: 'InSync' }, NOW).unresolvedRun, false);
+  });
+});
+
 describe('jobState', () => {
   it('names the operation as the API does and says how the Job ended and how long it took', () => {
     assert.deepEqual(jobState(job('u1', 'apply', { type: 'Complete', at: '2026-01-02T11:00:42Z' })), {
@@ -149,6 +177,12 @@ describe('jobState', () => {
     assert.equal(jobState(job('u3', 'observe'))?.outcome, 'active');
   });
 
+  it("names a migration's History and Apply Jobs by their own kind and operation", () => {
+    const history = jobState(job('m1', 'history', undefined, 'PtahMigration'));
+    assert.equal(history?.kind, 'PtahMigration');
+    assert.equal(history?.operation, 'History');
+  });
+
   it('never carries a label value from outside the closed sets', () => {
     const odd = jobState(job('u4', 'drop-database-orders', undefined, 'SomethingElse'));
     assert.equal(odd?.operation, 'other');
@@ -162,6 +196,42 @@ describe('OperatorMetrics', () => {
     m.attach({ resources: () => resources, jobs: () => jobs, queueDepth: () => depth });
     return m;
   }
+
+  it('reports both families, each with its own phases, and a latched migration run as unresolved', async () => {
+    const m = scrapeWith(
+      [
+        { kind: 'PtahSchema', status: { phase: 'InSync' } },
+        {
+          kind: 'PtahMigration',
+          status: {
+            phase: 'Blocked',
+            conditions: [cond('Ready', 'False', 'ApplyOutcomeUnknown')],
+            unresolvedRun: {
+              outcome: 'Unknown',
+              operationId: DIGEST,
+              jobName: 'ptah-m-apply-orders-1',
+              recordedAt: '2026-01-02T11:00:00Z',
+            },
+          },
+        },
+      ],
+      [],
+    );
+    const text = await m.text();
+    assert.equal(sample(text, 'ptah_resources{kind="PtahMigration",phase="Blocked"}'), 1);
+    assert.equal(sample(text, 'ptah_resources{kind="PtahMigration",phase="VerifyingHistory"}'), 0);
+    assert.equal(sample(text, 'ptah_resources{kind="PtahMigration",phase="Observing"}'), undefined);
+    assert.equal(sample(text, 'ptah_resources{kind="PtahSchema",phase="InSync"}'), 1);
+    assert.equal(sample(text, 'ptah_unresolved_runs{kind="PtahMigration"}'), 1);
+    assert.equal(sample(text, 'ptah_unresolved_runs{kind="PtahSchema"}'), 0);
+    assert.equal(
+      sample(
+        text,
+        'ptah_resources_not_ready{kind="PtahMigration",phase="Blocked",reason="ApplyOutcomeUnknown"}',
+      ),
+      1,
+    );
+  });
 
   it('reports resources by phase with every phase present, and the queue depth', async () => {
     const m = scrapeWith(
