@@ -91,8 +91,10 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     await waitForPhase(e2e(), 'columns', ['AwaitingApproval', 'Failed', 'Blocked']);
     const got = await kubectl(admin(), ['get', 'ptahschemas', '-n', ns]);
     assert.equal(got.code, 0, got.stderr);
-    assert.match(got.stdout, /^NAME +PHASE +DRIFT +APPROVAL +IN SYNC +READY +AGE\n/);
-    assert.match(got.stdout, /\ncolumns +AwaitingApproval +/);
+    assert.match(got.stdout, /^NAME +PHASE +PLAN +APPROVAL +DRIFT +IN SYNC +AGE\n/);
+    assert.match(got.stdout, /\ncolumns +AwaitingApproval +ptah-plan-[0-9a-f]+ +AwaitingApproval +/);
+    const wide = await kubectl(admin(), ['get', 'ptahschemas', '-n', ns, '-o', 'wide']);
+    assert.match(wide.stdout, /^NAME +PHASE +PLAN +APPROVAL +DRIFT +FINDINGS +IN SYNC +READY +FAILURE +/);
     const plans = await kubectl(admin(), ['get', 'ptahplan', '-n', ns, '-o', 'wide']);
     assert.match(plans.stdout, /^NAME +SCHEMA +FINGERPRINT +STATEMENTS +DESTRUCTIVE +READY +AGE\n/);
     assert.match(plans.stdout, /\n\S+ +columns +sha256:[0-9a-f]{64} +3 +false +True +/);
