@@ -24,6 +24,8 @@ export function inspectJson(r: InspectResult): unknown {
       constraints: m.tables.reduce((n, t) => n + t.constraints.length, 0),
       indexes: m.tables.reduce((n, t) => n + t.indexes.length, 0),
       views: m.views.length,
+      // Functions, procedures, triggers, domains, policies... that the dialect declares whole.
+      objects: (m.objects ?? []).length,
     },
     unmanaged: m.unmanaged.map((u) => ({ kind: u.objectKind, schema: u.schema, name: u.name })),
     model: m,
@@ -43,6 +45,7 @@ export function inspectText(r: InspectResult): string {
     );
   }
   for (const v of r.model.views) lines.push(`view ${v.schema}.${v.name}`);
+  for (const o of r.model.objects ?? []) lines.push(`${o.objectType} ${o.schema}.${o.name}`);
   for (const u of j.unmanaged) lines.push(`unmanaged ${u.kind} ${u.schema}.${u.name} (left alone)`);
   lines.push(NOT_MANAGED_NOTE);
   return lines.join('\n') + '\n';

@@ -158,20 +158,24 @@ describe('ptah schema CLI (postgres)', () => {
     }
   });
 
-  test('inspect prints the model and unmanaged objects', async () => {
+  test('inspect prints the model, managed objects such as functions, and unmanaged objects', async () => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     await c.query('CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
+    await c.query('CREATE TEXT SEARCH CONFIGURATION simple2 (COPY = simple)');
     await c.end();
     const r = await ptah(['inspect', '--url', url, '--format', 'text']);
     noSecret(r);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /table public\.Item \(2 columns/);
-    assert.match(r.stdout, /unmanaged function public\.f\(\) \(left alone\)/);
+    assert.match(r.stdout, /\nobjects: 1\n/);
+    assert.match(r.stdout, /\nfunction public\.f\(\)\n/);
+    assert.match(r.stdout, /unmanaged text search configuration public\.simple2 \(left alone\)/);
     const j = await ptah(['inspect', '--json'], { PTAH_DB_URL: url });
-    const doc = JSON.parse(j.stdout) as { round_trips: number; counts: { tables: number } };
+    const doc = JSON.parse(j.stdout) as { round_trips: number; counts: { tables: number; objects: number } };
     assert.equal(doc.counts.tables, 1);
-    assert.equal(doc.round_trips, 13, 'the catalog queries (11) plus BEGIN and COMMIT');
+    assert.equal(doc.counts.objects, 1);
+    assert.equal(doc.round_trips, 14, 'the catalog queries (12) plus BEGIN and COMMIT');
   });
 
   test('errors name the problem and the fix, never the password', async () => {
