@@ -111,7 +111,19 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       },
     });
 
-    await approve('tamper', first, 'tamper-first');
+    // Who finds the forgery first is a race: the approval's read-back before Apply, or the manager reading
+    // the plan again when it sees the chunk's deletion. If the manager was first, the plan is already
+    // retired and admission refuses an approval of it; either way it is retired once and never applied.
+    const admitted = await approve('tamper', first, 'tamper-first').then(
+      () => true,
+      (error: unknown) => {
+        assert.match(
+          String((error as { body?: unknown }).body ?? error),
+          /tamper is not waiting on any plan|but the current plan of tamper is/,
+        );
+        return false;
+      },
+    );
     const republished = await eventually('a new plan under a new name', async () => {
       const s = await getSchema(e2e(), 'tamper');
       return s.status?.phase === 'AwaitingApproval' &&
@@ -124,11 +136,13 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       republished.status?.retiredPlans?.map((r) => [r.name, r.reason]),
       [[plan.name, 'PlanTampered']],
     );
-    const stale = await eventually('the approval that found it is Stale', () =>
-      approvalCondition('tamper-first', 'Stale'),
-    );
-    assert.equal(stale.reason, 'PlanTampered');
-    assert.equal(await approvalCondition('tamper-first', 'Consumed'), undefined, 'never consumed');
+    if (admitted) {
+      const stale = await eventually('the approval that found it is Stale', () =>
+        approvalCondition('tamper-first', 'Stale'),
+      );
+      assert.equal(stale.reason, 'PlanTampered');
+      assert.equal(await approvalCondition('tamper-first', 'Consumed'), undefined, 'never consumed');
+    }
     const events = await eventsOf(e2e(), 'tamper', 'PlanTampered');
     assert.equal(events.length, 1, 'retired once');
     // Repeats of one Event raise its count (the recorder aggregates), so once is also count 1.
