@@ -334,7 +334,15 @@ describe('PtahSchema promises under misuse', { skip }, () => {
         return (error as { code?: number }).code === 404 ? true : undefined;
       }
     });
-    const finished = await eventsOf(e2e(), 'farewell', 'ApplyFinished');
+    // The recorder writes Events after the status write that let the resource go, so wait for it a moment.
+    const finished = await eventually(
+      'the ApplyFinished Event',
+      async () => {
+        const events = await eventsOf(e2e(), 'farewell', 'ApplyFinished');
+        return events.some((e) => /deleted/.test(e.message ?? '')) ? events : undefined;
+      },
+      10_000,
+    ).catch(() => eventsOf(e2e(), 'farewell', 'ApplyFinished'));
     assert.ok(
       finished.some((e) => /deleted/.test(e.message ?? '')),
       'the outcome is announced',
