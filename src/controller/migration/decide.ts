@@ -34,6 +34,7 @@ import type {
   Resolution,
   UnresolvedRun,
 } from './model.ts';
+import { recordResolution, type CollectSnapshots } from '../snapshot/record-resolution.ts';
 
 export type { EventSpec };
 
@@ -94,7 +95,7 @@ export type MigrationPostAction =
   | { readonly kind: 'removeUnresolvedAnnotation' }
   | { readonly kind: 'releaseLease' }
   | { readonly kind: 'removeFinalizer' }
-  | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] };
+  | CollectSnapshots;
 
 export type MigrationDecision = DecisionOf<MigrationStatus, MigrationPreAction, MigrationPostAction>;
 
@@ -357,29 +358,10 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
     fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
     return;
   }
-  const res = input.resolution.value;
-  const previous = st.resolution;
-  const sourceChanged =
-    previous === undefined ||
-    previous.contentDigest !== res.contentDigest ||
-    previous.configMapUID !== res.configMapUID ||
-    previous.configMapName !== res.configMapName;
-  if (sourceChanged) st.resolution = res;
-  st.target = {
-    ...st.target,
-    coordinationDigest: input.coordinationDigest,
-    ...(input.engine !== undefined ? { engine: input.engine } : {}),
-  };
-  b.cond(
-    'ArtifactResolved',
-    'True',
-    'SnapshotTaken',
-    'the selected keys were copied into an immutable snapshot',
-  );
-  b.post.push({ kind: 'collectSnapshots', keep: [st.resolution!.snapshotName!] });
+  const { sourceChanged } = recordResolution(b, input.resolution.value, input);
 
   const generationChanged = st.observedGeneration !== migration.generation;
-  const inputsChanged = (sourceChanged && previous !== undefined) || generationChanged;
+  const inputsChanged = sourceChanged || generationChanged;
   if (inputsChanged && st.plan !== undefined) {
     retirePlan(b, 'the source or the spec changed; the plan no longer describes them');
   }

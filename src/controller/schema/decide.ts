@@ -39,6 +39,7 @@ import type {
   SchemaStatus,
   SchemaView,
 } from './model.ts';
+import { recordResolution, type CollectSnapshots } from '../snapshot/record-resolution.ts';
 
 export interface DecideInput {
   readonly now: Date;
@@ -114,7 +115,7 @@ export type PostAction =
   | { readonly kind: 'releaseLease' }
   /** The last write for a deleted resource: nothing it started is still running. */
   | { readonly kind: 'removeFinalizer' }
-  | { readonly kind: 'collectSnapshots'; readonly keep: readonly string[] }
+  | CollectSnapshots
   /**
    * Delete the resource's plans (and with them their chunks) that nothing names any more: not the current
    * plan, not the applied one, not a claim's, not one status.retiredPlans records (that list is the bounded
@@ -250,29 +251,10 @@ function handleIdle(b: Builder, input: DecideInput): void {
     fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
     return;
   }
-  const res = input.resolution.value;
-  const previous = st.resolution;
-  const sourceChanged =
-    previous === undefined ||
-    previous.contentDigest !== res.contentDigest ||
-    previous.configMapUID !== res.configMapUID ||
-    previous.configMapName !== res.configMapName;
-  if (sourceChanged) st.resolution = res;
-  st.target = {
-    ...st.target,
-    coordinationDigest: input.coordinationDigest,
-    ...(input.engine !== undefined ? { engine: input.engine } : {}),
-  };
-  b.cond(
-    'ArtifactResolved',
-    'True',
-    'SnapshotTaken',
-    'the selected keys were copied into an immutable snapshot',
-  );
-  b.post.push({ kind: 'collectSnapshots', keep: [st.resolution!.snapshotName!] });
+  const { sourceChanged } = recordResolution(b, input.resolution.value, input);
 
   const generationChanged = st.observedGeneration !== schema.generation;
-  const inputsChanged = (sourceChanged && previous !== undefined) || generationChanged;
+  const inputsChanged = sourceChanged || generationChanged;
   if (inputsChanged && st.plan !== undefined) {
     retirePlan(b, 'the source or the spec changed; the plan no longer describes them');
   }

@@ -1,0 +1,53 @@
+/**
+ * The step both families' `decide` take once the manager has resolved a source into a snapshot: record it
+ * in status (only when it changed, so an unchanged source writes nothing new), stamp the realm the target
+ * names, say so in ArtifactResolved, and let older snapshots of the resource be collected after the
+ * status write.
+ */
+import type { Infer } from '../../api/schema-dsl.ts';
+import type { Resolution, targetStatus } from '../../api/ptah-schema.ts';
+
+export interface CollectSnapshots {
+  readonly kind: 'collectSnapshots';
+  readonly keep: readonly string[];
+}
+
+interface ResolvedStatus {
+  resolution?: Resolution | undefined;
+  target?: Infer<typeof targetStatus> | undefined;
+}
+
+interface ResolutionBuilder {
+  readonly status: ResolvedStatus;
+  readonly post: { push(action: CollectSnapshots): unknown };
+  cond(type: string, status: 'True' | 'False' | 'Unknown', reason: string, message: string): unknown;
+}
+
+/** Whether the source differs from the one status recorded; a first resolution is not a change. */
+export function recordResolution(
+  b: ResolutionBuilder,
+  resolved: Resolution,
+  target: { readonly coordinationDigest: string; readonly engine?: 'postgres' | 'mysql' | undefined },
+): { readonly sourceChanged: boolean } {
+  const st = b.status;
+  const previous = st.resolution;
+  const differs =
+    previous === undefined ||
+    previous.contentDigest !== resolved.contentDigest ||
+    previous.configMapUID !== resolved.configMapUID ||
+    previous.configMapName !== resolved.configMapName;
+  if (differs) st.resolution = resolved;
+  st.target = {
+    ...st.target,
+    coordinationDigest: target.coordinationDigest,
+    ...(target.engine !== undefined ? { engine: target.engine } : {}),
+  };
+  b.cond(
+    'ArtifactResolved',
+    'True',
+    'SnapshotTaken',
+    'the selected keys were copied into an immutable snapshot',
+  );
+  b.post.push({ kind: 'collectSnapshots', keep: [st.resolution!.snapshotName!] });
+  return { sourceChanged: differs && previous !== undefined };
+}
