@@ -59,6 +59,20 @@ interface SeriesEntry {
   last: number;
 }
 
+/** The manager's recorder: every reconciler, of either family, writes its Events under one source. */
+export function managerEventRecorder(options: {
+  readonly core: CoreV1Api;
+  readonly log: Logger;
+  readonly clock: () => Date;
+}): EventRecorder {
+  return new EventRecorder({
+    ...options,
+    component: 'ptah-operator',
+    controller: 'operator.ptah.run/manager',
+    instance: 'manager',
+  });
+}
+
 export class EventRecorder {
   private readonly index = new Map<string, SeriesEntry>();
   private readonly clock: () => Date;

@@ -41,7 +41,7 @@ import {
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../protocol/result.ts';
 import { markDecision } from '../decision/mark-decision.ts';
-import { EventRecorder } from '../events/event-recorder.ts';
+import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
 import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
@@ -89,14 +89,7 @@ export class MigrationReconciler {
 
   constructor(private readonly deps: MigrationReconcilerDeps) {
     this.clock = deps.clock ?? (() => new Date());
-    this.events = new EventRecorder({
-      core: deps.core,
-      log: deps.log,
-      clock: this.clock,
-      component: 'ptah-operator',
-      controller: 'operator.ptah.run/manager',
-      instance: 'manager',
-    });
+    this.events = managerEventRecorder({ core: deps.core, log: deps.log, clock: this.clock });
   }
 
   async reconcile(key: ObjectKey, leadership?: AbortSignal): Promise<ReconcileResult> {

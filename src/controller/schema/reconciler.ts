@@ -30,7 +30,7 @@ import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { markDecision } from '../decision/mark-decision.ts';
-import { EventRecorder } from '../events/event-recorder.ts';
+import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
@@ -78,14 +78,7 @@ export class SchemaReconciler {
 
   constructor(private readonly deps: SchemaReconcilerDeps) {
     this.clock = deps.clock ?? (() => new Date());
-    this.events = new EventRecorder({
-      core: deps.core,
-      log: deps.log,
-      clock: this.clock,
-      component: 'ptah-operator',
-      controller: 'operator.ptah.run/manager',
-      instance: 'manager',
-    });
+    this.events = managerEventRecorder({ core: deps.core, log: deps.log, clock: this.clock });
   }
 
   /**
