@@ -250,7 +250,11 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
       'the read request answered by the upgraded manager',
       async () => {
         const s = await getSchema(e, 'podshop');
-        return s.status?.lastReadRequest === requested ? s : undefined;
+        // The request is recorded when its read starts; the answer is the phase that read settles in.
+        const settled = ['InSync', 'AwaitingApproval', 'Blocked', 'Failed', 'Suspended'];
+        return s.status?.lastReadRequest === requested && settled.includes(s.status.phase ?? '')
+          ? s
+          : undefined;
       },
       120_000,
     );
