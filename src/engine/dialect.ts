@@ -30,7 +30,8 @@ export interface SchemaDialect {
   loadDesired(files: readonly { path: string; sql: string }[], defaultSchema: string): Promise<SchemaModel>;
   /** Statements that make a dev database's session resolve unqualified names into `defaultSchema`. */
   useDefaultSchema(defaultSchema: string): string[];
-  render(change: Change): string[];
+  /** A change's statements; `plan` is the whole ordered plan it is part of, for a dialect that joins changes. */
+  render(change: Change, plan?: readonly Change[]): string[];
   /** Rows of each target table, or non-NULL values of each target column, in one round trip. */
   countData(session: Session, targets: readonly DropTarget[]): Promise<number[]>;
   /** Statements that open a transaction for applying a plan with the given lock timeout. */

@@ -164,7 +164,7 @@ async function emptyScratch(dialect: SchemaDialect, dev: Session): Promise<void>
   if (left === undefined) return;
   const drops = diffModels({ from: left, to: emptyModel(), liveRows: [] });
   for (const change of drops)
-    for (const sql of dialect.render(change)) await dev.query(sql).catch(() => undefined);
+    for (const sql of dialect.render(change, drops)) await dev.query(sql).catch(() => undefined);
 }
 
 function managedRowsOf(desired: SchemaModel): ManagedRows[] {
@@ -295,7 +295,7 @@ export async function plan(
     const own = dialect.supportsTransactionalDdl ? {} : { transactional: false as const };
     const statements = withoutRepeats(
       changes.flatMap((c) =>
-        dialect.render(c).map((sql) => ({
+        dialect.render(c, changes).map((sql) => ({
           sql,
           severity: c.classification.severity,
           reason: c.classification.reason,
@@ -525,7 +525,11 @@ export async function drift(
     const total = findings.reduce((n, f) => n + f.count, 0);
     const highest = highestSeverity(findings);
     const digest = digestOf(
-      canonicalJson({ dialect: dialect.name, findings, changes: changes.map((c) => dialect.render(c)) }),
+      canonicalJson({
+        dialect: dialect.name,
+        findings,
+        changes: changes.map((c) => dialect.render(c, changes)),
+      }),
     );
     return {
       dialect: dialect.name,

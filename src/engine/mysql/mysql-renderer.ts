@@ -151,7 +151,85 @@ const RENDER: RendererTable = {
   SetComment: setComment,
 };
 
-export function renderMysql(change: Change): string[] {
+function renderOne(change: Change): string[] {
   const fn = RENDER[change.kind] as (c: Change) => string[];
   return fn(change);
+}
+
+/**
+ * Renders a change of a plan. An AUTO_INCREMENT column must be a key at every moment (errno 1075), so a
+ * plan that adds or drops such a column, or its AUTO_INCREMENT, together with a key over it changes both in
+ * one ALTER TABLE: every change of the group renders that same statement, which the plan runs once.
+ */
+export function renderMysql(change: Change, plan: readonly Change[] = []): string[] {
+  const group = autoIncrementGroups(plan).get(change);
+  return group === undefined ? renderOne(change) : [group];
+}
+
+const groupsOf = new WeakMap<readonly Change[], Map<Change, string>>();
+
+function autoIncrementGroups(plan: readonly Change[]): Map<Change, string> {
+  const known = groupsOf.get(plan);
+  if (known !== undefined) return known;
+  const out = new Map<Change, string>();
+  groupsOf.set(plan, out);
+  const byTable = new Map<string, Change[]>();
+  for (const c of plan) {
+    if (!('table' in c) || c.kind === 'CreateTable' || c.kind === 'DropTable') continue;
+    const k = JSON.stringify([c.table.schema, c.table.name]);
+    byTable.set(k, [...(byTable.get(k) ?? []), c]);
+  }
+  for (const changes of byTable.values()) {
+    const auto = new Set(changes.flatMap(autoColumnOf));
+    if (auto.size === 0) continue;
+    const members = changes.filter((c) => keyColumns(c).some((n) => auto.has(n)) || changedColumn(c, auto));
+    if (!members.some((c) => keyColumns(c).length > 0)) continue;
+    const first = members[0];
+    if (first === undefined || !('table' in first)) continue;
+    const t = table(first.table.schema, first.table.name);
+    const clauses = [...new Set(members.flatMap((c) => clausesOf(c, t)))];
+    const sql = `ALTER TABLE ${t} ${clauses.join(', ')}`;
+    for (const c of members) out.set(c, sql);
+  }
+  return out;
+}
+
+/** The AUTO_INCREMENT column a change adds, drops or changes, on either side of it. */
+function autoColumnOf(c: Change): string[] {
+  if (c.kind === 'DropIdentity') return [c.column.name];
+  if (c.kind === 'AlterColumnType' && c.from.identity !== undefined) return [c.column.name];
+  if ('column' in c && c.column !== undefined && c.column.identity !== undefined) return [c.column.name];
+  return [];
+}
+
+function changedColumn(c: Change, names: ReadonlySet<string>): boolean {
+  return c.kind !== 'SetComment' && 'column' in c && c.column !== undefined && names.has(c.column.name);
+}
+
+/** The columns of a key a change adds or drops (a key is what an AUTO_INCREMENT column needs). */
+function keyColumns(c: Change): string[] {
+  if (c.kind === 'CreateIndex' || c.kind === 'DropIndex')
+    return c.index.keys.flatMap((k) => (k.column !== undefined ? [k.column] : []));
+  if (
+    (c.kind === 'AddConstraint' || c.kind === 'DropConstraint') &&
+    (c.constraint.kind === 'PrimaryKey' || c.constraint.kind === 'Unique')
+  )
+    return [...c.constraint.columns];
+  return [];
+}
+
+/** A change as clauses of `ALTER TABLE t …`; no ALGORITHM/LOCK: adding an AUTO_INCREMENT copies the table. */
+function clausesOf(c: Change, t: string): string[] {
+  if (c.kind === 'CreateIndex') {
+    const i = c.index;
+    const kind = i.unique ? 'UNIQUE ' : (INDEX_KIND[i.method] ?? '');
+    const comment = i.comment !== undefined ? ` COMMENT ${quoteLiteral(i.comment)}` : '';
+    const invisible = i.invisible ? ` ${i.invisibleAs ?? 'INVISIBLE'}` : '';
+    return [
+      `ADD ${kind}INDEX ${quoteIdent(i.name ?? '')} (${i.keys.map(keyPart).join(', ')})${comment}${invisible}`,
+    ];
+  }
+  if (c.kind === 'DropIndex') return [`DROP INDEX ${quoteIdent(c.index.name ?? '')}`];
+  const prefix = `ALTER TABLE ${t} `;
+  return renderOne(c).map((sql) => (sql.startsWith(prefix) ? sql.slice(prefix.length) : sql));
 }

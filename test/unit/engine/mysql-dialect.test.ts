@@ -242,7 +242,9 @@ describe('MySQL renderer', () => {
     // The plan runs a repeated statement once (schema-engine.ts), as here.
     [
       ...new Set(
-        diffModels({ from: await model(from), to: await model(to), liveRows: [] }).flatMap(renderMysql),
+        diffModels({ from: await model(from), to: await model(to), liveRows: [] }).flatMap((c, _i, all) =>
+          renderMysql(c, all),
+        ),
       ),
     ];
 
@@ -253,6 +255,42 @@ describe('MySQL renderer', () => {
         "CREATE TABLE t (id int PRIMARY KEY, v varchar(20) NOT NULL DEFAULT 'x' COMMENT 'it''s');",
       ),
       ["ALTER TABLE `t` MODIFY COLUMN `v` varchar(20) NOT NULL DEFAULT 'x' COMMENT 'it''s'"],
+    );
+  });
+
+  it('adds an AUTO_INCREMENT column or attribute and the key it needs in one ALTER TABLE (errno 1075 otherwise)', async () => {
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (label varchar(10));',
+        'CREATE TABLE t (id int NOT NULL AUTO_INCREMENT PRIMARY KEY, label varchar(10));',
+      ),
+      ['ALTER TABLE `t` ADD COLUMN `id` int NOT NULL AUTO_INCREMENT, ADD PRIMARY KEY (`id`)'],
+    );
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL);',
+        'CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL AUTO_INCREMENT, KEY n_key (n));',
+      ),
+      ['ALTER TABLE `t` MODIFY COLUMN `n` int NOT NULL AUTO_INCREMENT, ADD INDEX `n_key` (`n`)'],
+    );
+    // And back: the key goes with the attribute, never before it.
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL AUTO_INCREMENT, KEY n_key (n));',
+        'CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL);',
+      ),
+      ['ALTER TABLE `t` DROP INDEX `n_key`, MODIFY COLUMN `n` int NOT NULL'],
+    );
+    // A key that does not hold the AUTO_INCREMENT column stays a statement of its own.
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v int);',
+        'CREATE TABLE t (id int PRIMARY KEY, v int, n int NOT NULL AUTO_INCREMENT, UNIQUE KEY n (n), KEY v (v));',
+      ),
+      [
+        'ALTER TABLE `t` ADD COLUMN `n` int NOT NULL AUTO_INCREMENT, ADD UNIQUE INDEX `n` (`n`)',
+        'CREATE INDEX `v` ON `t` (`v`) ALGORITHM=INPLACE LOCK=NONE',
+      ],
     );
   });
 
@@ -295,7 +333,7 @@ describe('MySQL renderer', () => {
         from: await m(from),
         to: await m(to.replace('IGNORED', 'INVISIBLE')),
         liveRows: [],
-      }).flatMap(renderMysql),
+      }).flatMap((c, _i, all) => renderMysql(c, all)),
       ['CREATE INDEX `ix` ON `t` (`v`) IGNORED ALGORITHM=INPLACE LOCK=NONE'],
     );
   });
