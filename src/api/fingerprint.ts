@@ -31,6 +31,12 @@ export function schemaPlanFingerprint(binding: PlanBinding): Sha256Digest {
   ) {
     throw new FingerprintError('a plan from a ConfigMap source must bind the ConfigMap UID');
   }
+  if (
+    binding.sourceType === 'OCI' &&
+    (binding.verificationPolicyUID === undefined || binding.verificationPolicyDigest === undefined)
+  ) {
+    throw new FingerprintError('a plan from an OCI source must bind the verification policy UID and digest');
+  }
   return canonicalDigest({ ...binding });
 }
 
@@ -70,6 +76,14 @@ export function migrationPlanFingerprint(
     (binding.configMapUID === undefined || binding.configMapUID === '')
   ) {
     throw new FingerprintError('a migration plan from a ConfigMap source must bind the ConfigMap UID');
+  }
+  if (
+    binding.sourceType === 'OCI' &&
+    (binding.verificationPolicyUID === undefined || binding.verificationPolicyDigest === undefined)
+  ) {
+    throw new FingerprintError(
+      'a migration plan from an OCI source must bind the verification policy UID and digest',
+    );
   }
   if (migrations.length === 0) throw new FingerprintError('a migration plan needs at least one migration');
   return canonicalDigest({ ...binding, sequenceDigest: migrationSequenceDigest(migrations) });

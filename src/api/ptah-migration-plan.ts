@@ -44,6 +44,8 @@ export const migrationPlanBinding = object({
   migrationUID: uid('UID of the PtahMigration; a reused name is another resource.'),
   sourceType: enumOf(SOURCE_TYPES),
   configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
+  verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
+  verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
   contentDigest: digest('Content digest of the migration files.'),
   coordinationDigest: digest('Digest of the database realm.'),
   targetIdentityDigest: digest('Credential-free identity of the route to the database.'),

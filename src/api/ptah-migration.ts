@@ -25,6 +25,8 @@ import {
   resolution,
   target,
   targetStatus,
+  VERIFICATION_POLICY_RULE,
+  verificationPolicyFrom,
 } from './ptah-schema.ts';
 import {
   array,
@@ -144,14 +146,18 @@ export const migrationPolicy = object({
 });
 export type MigrationPolicySpec = Infer<typeof migrationPolicy>;
 
-export const ptahMigrationSpec = object({
-  target,
-  desired: desiredSource,
-  policy: defaulted(migrationPolicy, {} as MigrationPolicySpec),
-  interval: defaulted(boundedDuration('How often the history is read again.', '10s', '24h'), '10m'),
-  execution: defaulted(execution, {} as Infer<typeof execution>),
-  suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
-});
+export const ptahMigrationSpec = object(
+  {
+    target,
+    desired: desiredSource,
+    verificationPolicyFrom: optional(verificationPolicyFrom),
+    policy: defaulted(migrationPolicy, {} as MigrationPolicySpec),
+    interval: defaulted(boundedDuration('How often the history is read again.', '10s', '24h'), '10m'),
+    execution: defaulted(execution, {} as Infer<typeof execution>),
+    suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
+  },
+  { validations: [VERIFICATION_POLICY_RULE] },
+);
 export type PtahMigrationSpec = Infer<typeof ptahMigrationSpec>;
 
 export const migrationClaim = claimOf(MIGRATION_OPERATION_TYPES);

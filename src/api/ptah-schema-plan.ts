@@ -21,6 +21,8 @@ export const planBinding = object({
   planContentDigest: digest('SHA-256 of the plan bytes.'),
   sourceType: enumOf(SOURCE_TYPES),
   configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
+  verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
+  verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
   contentDigest: digest('Content digest of the source files.'),
   coordinationDigest: digest('Digest of the database realm.'),
   targetIdentityDigest: digest('Credential-free identity of the route to the database.'),

@@ -1,8 +1,8 @@
 /**
  * PtahSchema: a database schema (and reference rows) declared from a source, converged by the operator.
  *
- * The source is a ConfigMap today; `DESIRED_SOURCE_KINDS` lists the members of `spec.desired` so the
- * exactly-one-source rule grows with it when OCI and Git sources arrive.
+ * The source is a ConfigMap or an OCI artifact; `DESIRED_SOURCE_KINDS` lists the members of `spec.desired`
+ * so the exactly-one-source rule grows with it when the Git source arrives.
  */
 import { DURATION_PATTERN } from './duration.ts';
 import { TABLE_NAME_PATTERN } from '../protocol/table-name.ts';
@@ -128,15 +128,86 @@ export const configMapSource = object(
 );
 export type ConfigMapSource = Infer<typeof configMapSource>;
 
-/** Members of spec.desired that name a source; exactly one must be set. */
-export const DESIRED_SOURCE_KINDS = ['configMap'] as const;
+/**
+ * `registry[:port]/repository` with a `:tag` or an `@sha256:` digest (or both). No scheme: plain HTTP is
+ * never implied by a spelling, only by `plainHttp`.
+ */
+export const OCI_REFERENCE_PATTERN =
+  '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[0-9a-f]{64})?$';
 
-export const desiredSource = withRules(object({ configMap: optional(configMapSource) }), [
+export const ociSource = object(
   {
-    rule: `[${DESIRED_SOURCE_KINDS.map((k) => `has(self.${k})`).join(', ')}].exists_one(x, x)`,
-    message: `exactly one source must be set: ${DESIRED_SOURCE_KINDS.join(', ')}`,
+    reference: string({
+      description: 'The artifact: registry/repository:tag or registry/repository@sha256:<digest>.',
+      pattern: OCI_REFERENCE_PATTERN,
+      minLength: 3,
+      maxLength: 512,
+      validations: [
+        {
+          rule: "self.contains('@') || self.split('/')[self.split('/').size() - 1].contains(':')",
+          message: 'name a tag or a digest',
+        },
+      ],
+    }),
+    credentialsSecretRef: optional(
+      object(
+        {
+          name: objectName(
+            'A kubernetes.io/dockerconfigjson Secret with the key .dockerconfigjson, plus the grant keys registry (host[:port] it may be sent to), caSHA256 (with caConfigMapRef) and allowPlainHTTP (with plainHttp). The manager never reads it; only the Resolve, Verify and fetch containers mount it.',
+          ),
+        },
+        { description: 'The registry credential.' },
+      ),
+    ),
+    caConfigMapRef: optional(
+      object(
+        {
+          name: objectName('ConfigMap holding the CA bundle the registry certificate chains to.'),
+          key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+        },
+        { description: 'A custom CA for the registry; the operation Pods copy its exact bytes before use.' },
+      ),
+    ),
+    plainHttp: optional(
+      boolean({ description: 'Speak plain HTTP to the registry. Only when explicitly true.' }),
+    ),
   },
-]);
+  {
+    description: 'The desired state read from an OCI artifact, resolved to a digest and verified.',
+    validations: [
+      {
+        rule: '!(has(self.plainHttp) && self.plainHttp && has(self.caConfigMapRef))',
+        message: 'plainHttp and caConfigMapRef exclude each other',
+      },
+    ],
+  },
+);
+export type OciSource = Infer<typeof ociSource>;
+
+/** Members of spec.desired that name a source; exactly one must be set. */
+export const DESIRED_SOURCE_KINDS = ['configMap', 'oci'] as const;
+
+export const desiredSource = withRules(
+  object({ configMap: optional(configMapSource), oci: optional(ociSource) }),
+  [
+    {
+      rule: `[${DESIRED_SOURCE_KINDS.map((k) => `has(self.${k})`).join(', ')}].exists_one(x, x)`,
+      message: `exactly one source must be set: ${DESIRED_SOURCE_KINDS.join(', ')}`,
+    },
+  ],
+);
+
+/** The verification policy an OCI source is checked against: an immutable ConfigMap, bound by UID and digest. */
+export const verificationPolicyFrom = object(
+  { name: objectName('An immutable ConfigMap in the resource namespace holding the policy.') },
+  { description: 'Required with an OCI source, refused with any other.' },
+);
+
+/** An OCI source needs a verification policy; a ConfigMap source has none to check. */
+export const VERIFICATION_POLICY_RULE = {
+  rule: 'has(self.desired.oci) == has(self.verificationPolicyFrom)',
+  message: 'spec.verificationPolicyFrom is required with spec.desired.oci and refused without it',
+};
 export type DesiredSource = Infer<typeof desiredSource>;
 
 export const secretKeySelector = object({
@@ -224,14 +295,18 @@ export const execution = object({
   ),
 });
 
-export const ptahSchemaSpec = object({
-  target,
-  desired: desiredSource,
-  policy: defaulted(policy, {} as PolicySpec),
-  interval: defaulted(boundedDuration('How often the database is read again.', '10s', '24h'), '10m'),
-  execution: defaulted(execution, {} as Infer<typeof execution>),
-  suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
-});
+export const ptahSchemaSpec = object(
+  {
+    target,
+    desired: desiredSource,
+    verificationPolicyFrom: optional(verificationPolicyFrom),
+    policy: defaulted(policy, {} as PolicySpec),
+    interval: defaulted(boundedDuration('How often the database is read again.', '10s', '24h'), '10m'),
+    execution: defaulted(execution, {} as Infer<typeof execution>),
+    suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
+  },
+  { validations: [VERIFICATION_POLICY_RULE] },
+);
 export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
 
 export const executionBinding = object(
@@ -247,16 +322,45 @@ export const executionBinding = object(
 );
 export type ExecutionBinding = Infer<typeof executionBinding>;
 
+/** The verification policy an artifact satisfied, as Verify read it. */
+export const verification = object({
+  policyName: objectName('The policy ConfigMap.'),
+  policyUID: uid('Its UID: another ConfigMap of that name retires plans.'),
+  policyDigest: digest('SHA-256 of its bytes (the canonical JSON of its data).'),
+  verifiedAt: timestamp('When Verify found the artifact satisfies it.'),
+  signers: optional(
+    array(string({ maxLength: 128 }), {
+      description: 'The policy keys whose signatures verified.',
+      maxItems: 16,
+      listType: 'atomic',
+    }),
+  ),
+});
+export type Verification = Infer<typeof verification>;
+
 export const resolution = object({
   sourceType: enumOf(SOURCE_TYPES),
+  requestedReference: optional(string({ maxLength: 512, description: 'The OCI reference spec names.' })),
+  resolvedReference: optional(
+    string({ maxLength: 512, description: 'The digest-pinned reference every later operation fetches.' }),
+  ),
+  digest: optional(digest('The artifact manifest digest the reference resolved to.')),
+  mediaType: optional(string({ maxLength: 255, description: 'Media type of the artifact manifest.' })),
+  artifactType: optional(string({ maxLength: 255, description: 'Artifact type the manifest declares.' })),
+  verification: optional(verification),
   configMapName: optional(objectName('The source ConfigMap read.')),
   configMapUID: optional(
     uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),
   ),
-  contentDigest: digest('SHA-256 of the snapshot manifest.'),
+  contentDigest: digest(
+    'SHA-256 of the snapshot manifest; for an OCI source the artifact digest every operation is bound to.',
+  ),
   snapshotName: optional(objectName('The immutable ptah-src-<hash> ConfigMap holding the files.')),
-  fileCount: integer({ minimum: 0 }),
-  size: integer({ minimum: 0, description: 'Total bytes of the selected files.' }),
+  fileCount: optional(integer({ minimum: 0 })),
+  size: integer({
+    minimum: 0,
+    description: 'Total bytes of the selected files; for an OCI source the manifest size.',
+  }),
   resolvedAt: timestamp('When the source was read.'),
 });
 export type Resolution = Infer<typeof resolution>;
@@ -317,6 +421,19 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
         boolean({ description: 'Set before the Job is created; never cleared for Apply.' }),
       ),
       contentDigest: optional(digest('Content digest the operation is bound to.')),
+      artifactReference: optional(
+        string({
+          maxLength: 512,
+          description: 'The OCI reference the operation reads: requested for Resolve, digest-pinned after.',
+        }),
+      ),
+      verificationPolicy: optional(
+        object({
+          name: objectName('The policy ConfigMap a Verify evaluates.'),
+          uid: uid('Its UID.'),
+          digest: digest('SHA-256 of its bytes.'),
+        }),
+      ),
       snapshotName: optional(objectName('Snapshot the operation mounts.')),
       planRef: optional(objectRef('Plan an Apply executes.')),
       approvalRef: optional(objectRef('Approval an Apply consumes.')),

@@ -44,6 +44,7 @@ import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
+import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
 import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
@@ -561,9 +562,7 @@ function liveBinding(
   return {
     contractVersion: MIGRATION_PLAN_CONTRACT_VERSION,
     migrationUID: view.uid,
-    sourceType: res?.sourceType,
-    configMapUID: res?.configMapUID,
-    contentDigest: res?.contentDigest,
+    ...liveSourceBinding(res),
     coordinationDigest: coordination,
     targetIdentityDigest: view.status.target?.identityDigest,
     historyFingerprint: view.status.history?.fingerprint,
@@ -585,14 +584,9 @@ function buildPlan(
   | { readonly ok: true; readonly plan: PtahMigrationPlan }
   | { readonly ok: false; readonly refused: { readonly reason: string; readonly message: string } } {
   const h = result.outputs.history!;
-  const res = view.status.resolution;
+  const source = sourceBinding(view.status.resolution);
   const identity = result.target?.identityDigest;
-  if (
-    res?.configMapUID === undefined ||
-    identity === undefined ||
-    !DIGEST.test(identity) ||
-    !DIGEST.test(h.historyFingerprint)
-  ) {
+  if (!source.ok || identity === undefined || !DIGEST.test(identity) || !DIGEST.test(h.historyFingerprint)) {
     return {
       ok: false,
       refused: {
@@ -614,9 +608,7 @@ function buildPlan(
   const binding: MigrationPlanBinding = {
     contractVersion: MIGRATION_PLAN_CONTRACT_VERSION,
     migrationUID: view.uid,
-    sourceType: 'ConfigMap',
-    configMapUID: res.configMapUID,
-    contentDigest: res.contentDigest,
+    ...source.value,
     coordinationDigest: coordination,
     targetIdentityDigest: identity,
     historyFingerprint: h.historyFingerprint,

@@ -33,6 +33,7 @@ import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
+import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
@@ -692,9 +693,7 @@ function liveBinding(
   return {
     contractVersion: PLAN_CONTRACT_VERSION,
     schemaUID: view.uid,
-    sourceType: res?.sourceType,
-    configMapUID: res?.configMapUID,
-    contentDigest: res?.contentDigest,
+    ...liveSourceBinding(res),
     coordinationDigest: coordination,
     targetIdentityDigest: view.status.target?.identityDigest,
     policyFingerprint: policyFingerprint({
@@ -731,19 +730,18 @@ function planInputs(
   const missing = Object.entries(reported)
     .filter(([, v]) => v === undefined || !DIGEST.test(v))
     .map(([k]) => k);
-  if (missing.length > 0 || res.configMapUID === undefined) {
+  const source = sourceBinding(res);
+  if (missing.length > 0 || !source.ok) {
     return {
       ok: false,
-      message: `the plan was not published: the runner did not report ${[...missing, ...(res.configMapUID === undefined ? ['configMapUID'] : [])].join(', ')}`,
+      message: `the plan was not published: the runner did not report ${[...missing, ...(source.ok ? [] : source.missing)].join(', ')}`,
     };
   }
   const live = liveBinding(view, coordination, manager);
   return {
     ok: true,
     value: {
-      sourceType: 'ConfigMap',
-      configMapUID: res.configMapUID,
-      contentDigest: res.contentDigest,
+      ...source.value,
       coordinationDigest: coordination,
       targetIdentityDigest: reported.targetIdentityDigest!,
       observedStateFingerprint: reported.observedStateFingerprint!,

@@ -61,7 +61,11 @@ describe('CRDs', () => {
     const desired = spec.properties!['desired']!;
     assert.deepEqual(
       desired['x-kubernetes-validations']?.map((r) => r.rule),
-      ['[has(self.configMap)].exists_one(x, x)'],
+      ['[has(self.configMap), has(self.oci)].exists_one(x, x)'],
+    );
+    assert.deepEqual(
+      spec['x-kubernetes-validations']?.map((r) => r.rule),
+      ['has(self.desired.oci) == has(self.verificationPolicyFrom)'],
     );
     assert.equal(spec.properties!['policy']!.properties!['apply']!.default, 'OnApproval');
     assert.deepEqual(spec.properties!['policy']!.default, {});

@@ -20,6 +20,8 @@ const binding: PlanBinding = {
   planContentDigest: d('plan bytes'),
   sourceType: 'ConfigMap',
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000002',
+  verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000003',
+  verificationPolicyDigest: d('policy bytes'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
@@ -75,6 +77,14 @@ describe('schema plan fingerprint', () => {
   it('refuses another contract version and a ConfigMap source without its UID', () => {
     assert.throws(() => schemaPlanFingerprint({ ...binding, contractVersion: 1 }), FingerprintError);
     assert.throws(() => schemaPlanFingerprint({ ...binding, configMapUID: undefined }), FingerprintError);
+  });
+
+  it('refuses an OCI source whose plan does not bind the verification policy UID and digest', () => {
+    const oci: PlanBinding = { ...binding, sourceType: 'OCI', configMapUID: undefined };
+    assert.match(schemaPlanFingerprint(oci), /^sha256:/);
+    for (const missing of ['verificationPolicyUID', 'verificationPolicyDigest'] as const) {
+      assert.throws(() => schemaPlanFingerprint({ ...oci, [missing]: undefined }), FingerprintError);
+    }
   });
 
   it('names the plan from the fingerprint', () => {
@@ -141,7 +151,9 @@ describe('fingerprint contract stability', () => {
   // Written out by hand: if the canonical form ever changes, every stored plan and approval retires on
   // upgrade, so that must be a deliberate contract change, not a side effect.
   it('is the SHA-256 of the sorted, whitespace-free JSON of the binding', () => {
-    const small = { ...binding, managerImage: 'm', runnerImage: 'r' };
+    // A ConfigMap source's binding, as contract version 2 has always written it.
+    const { verificationPolicyUID: _u, verificationPolicyDigest: _d, ...configMapBinding } = binding;
+    const small = { ...configMapBinding, managerImage: 'm', runnerImage: 'r' };
     const text =
       '{"configMapUID":"6f1c1d2e-0000-4000-8000-000000000002","contentDigest":"' +
       d('manifest') +

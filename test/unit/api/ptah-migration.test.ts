@@ -28,6 +28,8 @@ const binding: MigrationPlanBinding = {
   migrationUID: '6f1c1d2e-0000-4000-8000-000000000011',
   sourceType: 'ConfigMap',
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000012',
+  verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000013',
+  verificationPolicyDigest: sha256Digest('policy'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
