@@ -20,6 +20,13 @@ export const LABELS = {
 } as const;
 export const MANAGED_BY = 'ptah-operator';
 
+/**
+ * The version of what the manager keeps in status and on the objects it stamps; a release that reads them
+ * differently raises it. Jobs and plans record it, and the release's admission policies refuse one stamped
+ * with another.
+ */
+export const CONTROLLER_STATE_VERSION = 1;
+
 /** The label an object the operator makes for a resource carries, naming that resource by its kind. */
 export function resourceLabel(kind: string): string {
   return kind === 'PtahMigration' ? LABELS.migration : LABELS.schema;

@@ -23,6 +23,7 @@ import { pino } from 'pino';
 import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
 import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
 import { approvalWebhooks } from '../admission/webhooks.ts';
+import { CONTROLLER_STATE_VERSION } from '../api/meta.ts';
 import { Manager } from './manager.ts';
 import { parseBindAddress, startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
 import { OperatorMetrics } from './metrics/operator-metrics.ts';
@@ -42,7 +43,7 @@ const manager = new Manager({
   manager: {
     managerImage: env['PTAH_MANAGER_IMAGE'] ?? 'ptah-operator:dev',
     managerRevision: env['PTAH_MANAGER_REVISION'] ?? 'dev',
-    controllerStateVersion: 1,
+    controllerStateVersion: CONTROLLER_STATE_VERSION,
     ptahVersion: env['PTAH_VERSION'] ?? '0.1.0',
     runnerImage: env['PTAH_RUNNER_IMAGE'] ?? 'ptah-runner:dev',
   },

@@ -16,7 +16,8 @@ import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
-import { unresolvedRunAnnotationGuard } from '../../src/admission/admission-policies.ts';
+import { admissionPolicies } from '../../src/admission/admission-policies.ts';
+import { CONTROLLER_STATE_VERSION } from '../../src/api/meta.ts';
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { portRefusesConnections } from '../env/host-state.ts';
@@ -36,6 +37,8 @@ export const eventually = <T>(
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const RUNNER_IMAGE = 'ptah.local/ptah-runner:e2e';
+/** The image the manager process says it runs, which the Job and plan policies hold it to. */
+export const MANAGER_IMAGE = `ptah.local/ptah-operator@sha256:${'e'.repeat(64)}`;
 
 export interface E2E {
   readonly env: Environment;
@@ -126,10 +129,15 @@ export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
     const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
     await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
     await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
-    // As the chart installs it: only the manager moves a PtahMigration's unresolved-run annotation.
-    const guard = unresolvedRunAnnotationGuard({ username: cp.identities.manager });
-    await reg.createValidatingAdmissionPolicy({ body: guard.policy });
-    await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
+    // As the chart installs them, for the manager process below (its ServiceAccount and image).
+    for (const guard of admissionPolicies({
+      managerUsername: cp.identities.manager,
+      managerImage: MANAGER_IMAGE,
+      controllerStateVersion: CONTROLLER_STATE_VERSION,
+    })) {
+      await reg.createValidatingAdmissionPolicy({ body: guard.policy });
+      await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
+    }
 
     const managerLogs: string[] = [];
     let starts = 0;
@@ -155,7 +163,7 @@ export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
           logLevel: 'debug',
           webhook: { certFile: serving.certFile, keyFile: serving.keyFile, port: webhookPort },
           logFile,
-          extraEnv,
+          extraEnv: { PTAH_MANAGER_IMAGE: MANAGER_IMAGE, ...extraEnv },
         });
         e2e.manager = proc;
         // The approval webhooks are served by this process: an approval created before it listens would be

@@ -20,7 +20,7 @@ import { startAdmissionServer, type AdmissionServer } from '../../src/admission/
 import { kubernetesApprovalSubjects } from '../../src/admission/approval-subjects.ts';
 import { approvalWebhooks } from '../../src/admission/webhooks.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
-import { unresolvedRunAnnotationGuard } from '../../src/admission/admission-policies.ts';
+import { admissionPolicies } from '../../src/admission/admission-policies.ts';
 import { buildCrds } from '../../src/api/crds.ts';
 import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
@@ -243,9 +243,14 @@ before(async () => {
   });
   await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
   await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
-  const guard = unresolvedRunAnnotationGuard({ username: cp.identities.manager });
-  await reg.createValidatingAdmissionPolicy({ body: guard.policy });
-  await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
+  for (const guard of admissionPolicies({
+    managerUsername: cp.identities.manager,
+    managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
+    controllerStateVersion: 1,
+  })) {
+    await reg.createValidatingAdmissionPolicy({ body: guard.policy });
+    await reg.createValidatingAdmissionPolicyBinding({ body: guard.binding });
+  }
 
   shop = await migrationWaitingOnPlan('shop-db');
 

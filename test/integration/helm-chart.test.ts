@@ -20,10 +20,11 @@ import {
 import { WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
 import { DECISION_KINDS } from '../../src/admission/decisions.ts';
 import {
+  admissionPolicies,
   managerServiceAccountUsername,
-  unresolvedRunAnnotationGuard,
-  UNRESOLVED_RUN_GUARD_NAME,
+  STATUS_GUARD_NAME,
 } from '../../src/admission/admission-policies.ts';
+import { CONTROLLER_STATE_VERSION } from '../../src/api/meta.ts';
 import { parseBindAddress } from '../../src/controller/metrics/metrics-server.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';
@@ -251,18 +252,35 @@ describe('helm template', () => {
     );
   });
 
-  it('ships the unresolved-run annotation guard as src/admission builds it, exempting the manager ServiceAccount', () => {
-    const objects = render();
-    const code = unresolvedRunAnnotationGuard({
-      username: managerServiceAccountUsername(NS, 'ptah-manager'),
-    });
-    const policy = one(objects, 'ValidatingAdmissionPolicy', UNRESOLVED_RUN_GUARD_NAME);
-    assert.deepEqual(policy['spec'], JSON.parse(JSON.stringify(code.policy.spec)));
-    const binding = one(objects, 'ValidatingAdmissionPolicyBinding', UNRESOLVED_RUN_GUARD_NAME);
-    assert.deepEqual(binding['spec'], code.binding.spec);
-    // The exempt identity is the ServiceAccount the manager's Deployment runs as, in the release namespace.
-    const deployment = one(objects, 'Deployment', 'ptah-operator') as unknown as k8s.V1Deployment;
+  it('ships every admission policy as src/admission builds it, with the release namespace and manager image as literals', () => {
+    for (const [objects, digest] of [
+      [render(), DIGEST],
+      [render(`image.digest=${NEW_DIGEST}`), NEW_DIGEST],
+    ] as const) {
+      const code = admissionPolicies({
+        managerUsername: managerServiceAccountUsername(NS, 'ptah-manager'),
+        managerImage: `ptah/ptah-operator@${digest}`,
+        controllerStateVersion: CONTROLLER_STATE_VERSION,
+      });
+      assert.deepEqual(
+        objects.filter((o) => o.kind === 'ValidatingAdmissionPolicy').map((o) => o.metadata?.name),
+        code.map((c) => c.policy.metadata?.name),
+        'the chart ships these policies and no other',
+      );
+      for (const c of code) {
+        const name = c.policy.metadata!.name!;
+        const policy = one(objects, 'ValidatingAdmissionPolicy', name);
+        assert.deepEqual(policy['spec'], JSON.parse(JSON.stringify(c.policy.spec)), name);
+        const binding = one(objects, 'ValidatingAdmissionPolicyBinding', name);
+        assert.deepEqual(binding['spec'], c.binding.spec, name);
+      }
+    }
+    // The exempt identity is the ServiceAccount the manager's Deployment runs as, in the release namespace,
+    // and the image literal is the one the Deployment tells the manager it runs.
+    const deployment = one(render(), 'Deployment', 'ptah-operator') as unknown as k8s.V1Deployment;
     assert.equal(deployment.spec?.template.spec?.serviceAccountName, 'ptah-manager');
+    const env = deployment.spec!.template.spec!.containers[0]!.env ?? [];
+    assert.equal(env.find((e) => e.name === 'PTAH_MANAGER_IMAGE')?.value, `ptah/ptah-operator@${DIGEST}`);
   });
 
   it('runs two replicas with leader election, digest-pinned images and only variables the manager reads', () => {
@@ -371,9 +389,18 @@ describe('helm install on the local control plane', () => {
       validating.webhooks?.map((w) => w.clientConfig.service?.path),
       [WEBHOOK_PATHS.vapproval, WEBHOOK_PATHS.vmigrationapproval, WEBHOOK_PATHS.vmigrationrunacknowledgment],
     );
-    const guard = await reg.readValidatingAdmissionPolicy({ name: UNRESOLVED_RUN_GUARD_NAME });
-    assert.equal(guard.spec?.failurePolicy, 'Fail');
-    await reg.readValidatingAdmissionPolicyBinding({ name: UNRESOLVED_RUN_GUARD_NAME });
+    const policyNames = admissionPolicies({
+      managerUsername: 'x',
+      managerImage: 'y',
+      controllerStateVersion: CONTROLLER_STATE_VERSION,
+    }).map((p) => p.policy.metadata!.name!);
+    const installedPolicies = new Map<string, k8s.V1ValidatingAdmissionPolicy>();
+    for (const name of policyNames) {
+      const policy = await reg.readValidatingAdmissionPolicy({ name });
+      assert.equal(policy.spec?.failurePolicy, 'Fail', name);
+      installedPolicies.set(name, policy);
+      await reg.readValidatingAdmissionPolicyBinding({ name });
+    }
     const secret = await core.readNamespacedSecret({ namespace: NS, name: 'ptah-operator-webhook-tls' });
 
     const upgrade = helm(
@@ -387,6 +414,19 @@ describe('helm install on the local control plane', () => {
     assert.deepEqual(kept.data, secret.data, 'an upgrade keeps the webhook certificate and its CA');
     const after = await reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' });
     assert.equal(after.webhooks?.[0]?.clientConfig.caBundle, secret.data?.['ca.crt']);
+    // The policies are updated in place: the same objects, the new manager image as their literal wherever
+    // they carry one, the old one nowhere.
+    for (const name of policyNames) {
+      const policy = await reg.readValidatingAdmissionPolicy({ name });
+      assert.equal(policy.metadata?.uid, installedPolicies.get(name)?.metadata?.uid, `${name} kept`);
+      assert.ok(!JSON.stringify(policy.spec).includes(DIGEST), `${name} names no old image`);
+      const carried = JSON.stringify(installedPolicies.get(name)?.spec).includes(DIGEST);
+      assert.equal(
+        JSON.stringify(policy.spec).includes(NEW_DIGEST),
+        carried,
+        `${name} carries the new image`,
+      );
+    }
 
     const uninstall = helm(['uninstall', 'ptah', '-n', NS, '--wait'], kc);
     assert.equal(uninstall.code, 0, uninstall.err);
@@ -422,7 +462,7 @@ describe('helm install on the local control plane', () => {
       reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' }),
     );
     await gone('ValidatingAdmissionPolicy', () =>
-      reg.readValidatingAdmissionPolicy({ name: UNRESOLVED_RUN_GUARD_NAME }),
+      reg.readValidatingAdmissionPolicy({ name: STATUS_GUARD_NAME }),
     );
     await eventually(
       'no manager Pod left',
