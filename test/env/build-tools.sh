@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Builds the operator's packaging and monitoring tools from their Go modules through the Go module proxy,
 # at pinned versions, into the same cache as build-binaries.sh: helm (helm.sh/helm/v4/cmd/helm) for the
-# chart and promtool (github.com/prometheus/prometheus/cmd/promtool) for the alerting rules. A second run
-# finds them and returns at once. Prints one line per tool: `name=path`.
+# chart, promtool (github.com/prometheus/prometheus/cmd/promtool) for the alerting rules, and the OCI
+# clients the artifact tests interoperate with: oras (oras.land/oras/cmd/oras) and cosign
+# (github.com/sigstore/cosign/v2/cmd/cosign). A second run finds them and returns at once. Prints one line
+# per tool: `name=path`.
 set -euo pipefail
 
 HELM_VERSION="${PTAH_HELM_VERSION:-v4.3.2}"
 PROMETHEUS_VERSION="${PTAH_PROMETHEUS_VERSION:-v0.316.0}"
+ORAS_VERSION="${PTAH_ORAS_VERSION:-v1.3.6}"
+COSIGN_VERSION="${PTAH_COSIGN_VERSION:-v2.6.5}"
 if [ -z "${PTAH_CACHE:-}" ]; then
   if [ "$(id -u)" = 0 ]; then PTAH_CACHE=/var/cache/ptah-operator; else PTAH_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/ptah-operator"; fi
 fi
@@ -34,3 +38,7 @@ build helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" \
 IFS=. read -r _ prom_minor prom_patch <<<"${PROMETHEUS_VERSION#v}"
 build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" \
   "-s -w -X github.com/prometheus/common/version.Version=3.$((prom_minor - 300)).$prom_patch"
+build oras oras.land/oras/cmd/oras "$ORAS_VERSION" \
+  "-s -w -X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata="
+build cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
+  "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
