@@ -8,7 +8,12 @@ import pino from 'pino';
 import { buildCrds } from '../../src/api/crds.ts';
 import { API_GROUP, API_VERSION, SCHEMA_FINALIZER } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
-import { RealmLeases } from '../../src/controller/realm/realm-lease.ts';
+import { coordinationDigest, realmLeaseName } from '../../src/api/fingerprint.ts';
+import {
+  LEASE_EPOCH_ANNOTATION,
+  RealmLeases,
+  realmHolderIdentity,
+} from '../../src/controller/realm/realm-lease.ts';
 import { LeaderElector } from '../../src/controller/runtime/leader-election.ts';
 import { PtahObjects } from '../../src/controller/runtime/kube.ts';
 import { SchemaReconciler } from '../../src/controller/schema/reconciler.ts';
@@ -192,14 +197,115 @@ describe('leadership guards every write', () => {
           leadership.addEventListener('abort', () => resolve(), { once: true }),
         );
       });
+      const coordination = admin.makeApiClient(k8s.CoordinationV1Api);
+      const heldByA = await coordination.readNamespacedLease({
+        namespace: 'ptah-system',
+        name: 'release-test',
+      });
       const stopped = Date.now();
       stopA.abort();
       await a;
       const took = (await bLeads) - stopped;
+      // A let go by deleting its Lease; B created another (a cleared one would have kept A's UID).
+      const heldByB = await coordination.readNamespacedLease({
+        namespace: 'ptah-system',
+        name: 'release-test',
+      });
+      assert.equal(heldByB.spec?.holderIdentity, 'replica-b');
+      assert.notEqual(heldByB.metadata?.uid, heldByA.metadata?.uid, 'a new Lease, not the released one');
       assert.equal(bLedWhileAActed, false, 'never two leaders acting at once');
       assert.ok(took < 5_000, `the second replica led ${took} ms after the first stopped, not 120 s`);
       stopB.abort();
       await b;
+      await assert.rejects(
+        coordination.readNamespacedLease({ namespace: 'ptah-system', name: 'release-test' }),
+        (error: { code?: number }) => error.code === 404,
+        'the last replica to stop leaves no Lease behind',
+      );
     },
   );
+});
+
+describe('a realm Lease is deleted when released, and fencing survives its recreation', () => {
+  const namespace = 'ptah-system';
+  const coordination = () => admin.makeApiClient(k8s.CoordinationV1Api);
+  const realm = (key: string) =>
+    coordinationDigest({ engine: 'postgres', namespace: 'shop', coordinationKey: key });
+  const read = (digest: string) =>
+    coordination()
+      .readNamespacedLease({ namespace, name: realmLeaseName(digest as `sha256:${string}`) })
+      .catch((error: { code?: number }) => {
+        if (error.code === 404) return undefined;
+        throw error;
+      });
+
+  it('the holder deletes it; a Lease created again has a new epoch, so the old hold reads the gap', async () => {
+    const leases = new RealmLeases(coordination(), namespace);
+    const digest = realm('recreated');
+    const a = realmHolderIdentity('uid-a');
+    const b = realmHolderIdentity('uid-b');
+    const first = await leases.acquire(digest, a, 30);
+    assert.ok(first.held && first.action === 'create');
+    // Nobody else may let go of it, nor take it while it is held.
+    await leases.release(digest, b);
+    assert.equal((await leases.current(digest))?.holder, a, 'a foreign release changes nothing');
+    assert.equal((await leases.acquire(digest, b, 30)).held, false);
+
+    await leases.release(digest, a);
+    assert.equal(await read(digest), undefined, 'released: no Lease is left behind');
+
+    const second = await leases.acquire(digest, b, 30);
+    assert.ok(second.held && second.action === 'create', 'free to anyone at once, as a cleared one was');
+    await leases.release(digest, b);
+    const third = await leases.acquire(digest, a, 30);
+    assert.ok(third.held);
+    // A claim that persisted the first epoch compares it with the current hold, as the reconcilers do.
+    const now = await leases.current(digest);
+    assert.equal(now?.holder, a, 'the same holder identity again');
+    assert.ok(now?.epoch.startsWith('v1-'));
+    assert.notEqual(now?.epoch, first.epoch, 'a recreated Lease never carries an epoch a claim persisted');
+    assert.equal(new Set([first.epoch, second.held && second.epoch, now?.epoch]).size, 3);
+    await leases.release(digest, a);
+  });
+
+  it('a release never deletes a Lease written since its holder read it', async () => {
+    const api = coordination();
+    const digest = realm('raced');
+    const name = realmLeaseName(digest);
+    const a = realmHolderIdentity('uid-a');
+    const b = realmHolderIdentity('uid-b');
+    // The real API server, with another manager's takeover landing between the release's read and its delete.
+    const racing = new Proxy(api, {
+      get(target, property, receiver) {
+        if (property !== 'deleteNamespacedLease') return Reflect.get(target, property, receiver) as unknown;
+        return async (request: k8s.CoordinationV1ApiDeleteNamespacedLeaseRequest) => {
+          const lease = await api.readNamespacedLease({ namespace, name });
+          await api.replaceNamespacedLease({
+            namespace,
+            name,
+            body: {
+              metadata: {
+                ...lease.metadata,
+                annotations: { ...lease.metadata?.annotations, [LEASE_EPOCH_ANNOTATION]: 'v1-taken-over' },
+              },
+              spec: {
+                ...lease.spec,
+                holderIdentity: b,
+                leaseTransitions: (lease.spec?.leaseTransitions ?? 0) + 1,
+              },
+            },
+          });
+          return target.deleteNamespacedLease(request);
+        };
+      },
+    });
+    assert.ok((await new RealmLeases(api, namespace).acquire(digest, a, 30)).held);
+    await new RealmLeases(racing, namespace).release(digest, a);
+    const lease = await read(digest);
+    assert.ok(lease, 'the Lease written in between is still there');
+    assert.equal(lease.spec?.holderIdentity, b);
+    assert.equal(lease.metadata?.annotations?.[LEASE_EPOCH_ANNOTATION], 'v1-taken-over');
+    await new RealmLeases(api, namespace).release(digest, b);
+    assert.equal(await read(digest), undefined);
+  });
 });

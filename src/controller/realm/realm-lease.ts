@@ -14,7 +14,7 @@ import { canonicalDigest } from '../../api/digest.ts';
 import { hexOf, realmLeaseName } from '../../api/fingerprint.ts';
 import { LABELS, MANAGED_BY } from '../../api/meta.ts';
 import { decideLease, leaseStateOf } from '../runtime/lease.ts';
-import { leaseSpecFor, withMicroTimes } from '../runtime/lease-object.ts';
+import { leaseSpecFor } from '../runtime/lease-object.ts';
 
 export const LEASE_EPOCH_ANNOTATION = 'operator.ptah.run/lease-epoch';
 export const REALM_LEASE_LABEL = 'operator.ptah.run/coordination';
@@ -81,7 +81,8 @@ export class RealmLeases {
       }
     } catch (error) {
       const code = statusCode(error);
-      if (code === 409) return { held: false, retryAfterMs: 1000 };
+      // 409: somebody wrote first. 404: the Lease read was released (deleted) before the write landed.
+      if (code === 409 || code === 404) return { held: false, retryAfterMs: 1000 };
       throw error;
     }
     return { held: true, epoch, action: decision.action };
@@ -95,32 +96,38 @@ export class RealmLeases {
     return { holder, epoch: lease.metadata?.annotations?.[LEASE_EPOCH_ANNOTATION] ?? '' };
   }
 
-  /** Lets go only when this holder still holds it; a missing or foreign Lease is already released. */
+  /**
+   * Lets go only when this holder still holds it; a missing or foreign Lease is already released. Letting go
+   * deletes the Lease, so an uninstalled operator leaves no idle realm Lease behind. That is as safe as
+   * clearing the holder was:
+   * - the delete carries the resourceVersion (and UID) at which this holder was read as the holder, so it
+   *   lands before any other write to the Lease or not at all (409: someone renewed or took it in between,
+   *   and it is theirs now); nobody but the holder ever deletes a realm Lease;
+   * - a cleared Lease was free to anyone at once (decideLease takes a holderless Lease without waiting), so a
+   *   deleted one, which anyone may create, opens no window a cleared one did not;
+   * - fencing is the epoch annotation, not the holder identity (both manager replicas compute the same one
+   *   for a resource) nor leaseTransitions (informational, as in client-go): a Lease created again gets a
+   *   fresh random epoch, so a claim that persisted the old epoch reads the gap (leaseContinuityLost after
+   *   dispatch), exactly as after a clear-and-retake. A restarted count of transitions weakens nothing.
+   * A Lease still held when the operator is uninstalled (an Apply in flight, whose Job outlives the manager)
+   * is deliberately not deleted by anyone: it keeps fencing the database until its holder's duration ends.
+   */
   async release(coordinationDigest: string, holder: string): Promise<void> {
     const name = realmLeaseName(coordinationDigest as `sha256:${string}`);
     const existing = await this.read(name);
     if (existing === undefined || existing.spec?.holderIdentity !== holder) return;
-    const spec = withMicroTimes({
-      ...existing.spec,
-      leaseTransitions: (existing.spec?.leaseTransitions ?? 0) + 1,
-    });
-    delete spec.holderIdentity;
-    delete spec.renewTime;
+    const { resourceVersion, uid } = existing.metadata ?? {};
     try {
-      await this.api.replaceNamespacedLease({
+      await this.api.deleteNamespacedLease({
         name,
         namespace: this.namespace,
-        body: {
-          metadata: {
-            ...existing.metadata,
-            annotations: { ...(existing.metadata?.annotations ?? {}), [LEASE_EPOCH_ANNOTATION]: newEpoch() },
-          },
-          spec,
-        },
+        body: { preconditions: { ...(resourceVersion ? { resourceVersion } : {}), ...(uid ? { uid } : {}) } },
       });
     } catch (error) {
-      // Somebody wrote in between: the next pass reads again and releases what is still ours.
-      if (statusCode(error) !== 409) throw error;
+      // 409: somebody wrote in between; the next pass reads again and releases what is still ours.
+      // 404: already gone.
+      const code = statusCode(error);
+      if (code !== 409 && code !== 404) throw error;
     }
   }
 

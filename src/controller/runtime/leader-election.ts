@@ -60,36 +60,43 @@ export class LeaderElector {
       }
       return true;
     } catch (error) {
-      // Somebody else wrote first: we simply did not win this round.
-      if (statusCode(error) === 409) return false;
+      // Somebody else wrote first, or released (deleted) the Lease read: we did not win this round.
+      const code = statusCode(error);
+      if (code === 409 || code === 404) return false;
       throw error;
     }
   }
 
   /**
-   * Gives the Lease up if this identity still holds it: an empty holder, which any replica may take at once
-   * (client-go's ReleaseOnCancel), so a rolling upgrade or a deleted leader Pod does not leave the operator
-   * leaderless for a whole Lease duration. Called only after `lead` has returned, i.e. nothing acts anymore.
+   * Gives the Lease up if this identity still holds it, by deleting it: any replica may create it at once
+   * (as client-go's ReleaseOnCancel lets it take a cleared one), so a rolling upgrade or a deleted leader
+   * Pod does not leave the operator leaderless for a whole Lease duration, and an uninstall leaves no Lease
+   * behind. The delete is conditioned on the resourceVersion at which this identity was read as the holder,
+   * so it cannot remove a Lease another replica has written since. Called only after `lead` has returned,
+   * i.e. nothing acts anymore.
    */
-  async release(now = new Date()): Promise<boolean> {
+  async release(): Promise<boolean> {
     const { api, namespace, name, identity } = this.options;
-    const existing = await api.readNamespacedLease({ name, namespace });
-    if (existing.spec?.holderIdentity !== identity) return false;
-    const state = leaseStateOf(existing.spec);
-    const spec = {
-      ...leaseSpecFor({ ...state, leaseDurationSeconds: 1, renewTime: now }),
-      holderIdentity: '',
-    };
+    let existing: V1Lease;
     try {
-      await api.replaceNamespacedLease({
+      existing = await api.readNamespacedLease({ name, namespace });
+    } catch (error) {
+      if (statusCode(error) === 404) return false;
+      throw error;
+    }
+    if (existing.spec?.holderIdentity !== identity) return false;
+    const { resourceVersion, uid } = existing.metadata ?? {};
+    try {
+      await api.deleteNamespacedLease({
         name,
         namespace,
-        body: { metadata: { ...existing.metadata, name, namespace }, spec },
+        body: { preconditions: { ...(resourceVersion ? { resourceVersion } : {}), ...(uid ? { uid } : {}) } },
       });
       return true;
     } catch (error) {
-      // Written by somebody else since the read: it is no longer ours to release.
-      if (statusCode(error) === 409) return false;
+      // Written by somebody else since the read (409), or already gone (404): not ours to release.
+      const code = statusCode(error);
+      if (code === 409 || code === 404) return false;
       throw error;
     }
   }

@@ -21,14 +21,3 @@ export function leaseSpecFor(state: LeaseState): V1LeaseSpec {
     ...(state.leaseTransitions !== undefined ? { leaseTransitions: state.leaseTransitions } : {}),
   };
 }
-
-/** A spec read back from the server, rewritten so its times serialise as MicroTime again. */
-export function withMicroTimes(spec: V1LeaseSpec): V1LeaseSpec {
-  const acquireTime = microTime(spec.acquireTime);
-  const renewTime = microTime(spec.renewTime);
-  return {
-    ...spec,
-    ...(acquireTime !== undefined ? { acquireTime } : {}),
-    ...(renewTime !== undefined ? { renewTime } : {}),
-  };
-}
