@@ -35,6 +35,8 @@ commands:
   baseline       record an existing schema as --version V, checked against --shadow-url
   repair         clear dirty revision rows after fixing the database by hand (--yes)
   set VERSION    mark one version --applied or --pending without running it (--yes)
+  push REF PATH  publish the directory as an OCI artifact; pull REF@DIGEST --dir D fetches one
+                 ('ptah migrations push --help', docs/oci.md)
 
 options:
   --dir DIR                 migration directory (default: $PTAH_MIGRATIONS_DIR or ./migrations)

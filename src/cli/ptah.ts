@@ -10,6 +10,7 @@ const USAGE = `usage: ptah <command> [options]
 commands:
   schema      inspect, plan, apply and drift a declared schema
   migrations  versioned migrations: new, hash, validate, status, up, baseline, repair, set
+  oci         registry artifacts: resolve, inspect, verify (schema|migrations push|pull publish them)
 
 The database URL comes from --url or the PTAH_DB_URL environment variable.
 'ptah --version' prints the version.
@@ -19,9 +20,17 @@ export async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'schema':
+      if (rest[0] === 'push' || rest[0] === 'pull') {
+        return await (await import('./oci-command.ts')).runArtifactCommand('schema', rest);
+      }
       return await (await import('./schema-command.ts')).runSchemaCommand(rest);
     case 'migrations':
+      if (rest[0] === 'push' || rest[0] === 'pull') {
+        return await (await import('./oci-command.ts')).runArtifactCommand('migrations', rest);
+      }
       return await (await import('./migrations-command.ts')).runMigrationsCommand(rest);
+    case 'oci':
+      return await (await import('./oci-command.ts')).runOciCommand(rest);
     case '--version':
     case 'version':
       process.stdout.write(`ptah ${VERSION}\n`);

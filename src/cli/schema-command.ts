@@ -35,6 +35,8 @@ commands:
   plan      compute the statements that take the database to the desired state
   apply     apply a plan file (or validate it with --dry-run)
   drift     report how the database differs from the desired state (read-only); alias: observe
+  push      publish schema files as an OCI artifact; pull fetches one by digest
+            ('ptah schema push --help', docs/oci.md)
 
 options:
   --url URL                 database URL (default: the PTAH_DB_URL environment variable; alias --from)

@@ -13,9 +13,22 @@ export interface PackagingTools {
  * name other binaries.
  */
 export function findPackagingTools(): PackagingTools {
-  const fromEnv = { helm: process.env['PTAH_HELM'], promtool: process.env['PTAH_PROMTOOL'] };
+  return findTools({ helm: process.env['PTAH_HELM'], promtool: process.env['PTAH_PROMTOOL'] });
+}
+
+export interface OciTools {
+  readonly oras: string;
+  readonly cosign: string;
+}
+
+/** Finds oras and cosign, the OCI clients the artifact tests interoperate with; PTAH_ORAS and PTAH_COSIGN name other binaries. */
+export function findOciTools(): OciTools {
+  return findTools({ oras: process.env['PTAH_ORAS'], cosign: process.env['PTAH_COSIGN'] });
+}
+
+function findTools<K extends string>(fromEnv: Record<K, string | undefined>): Record<K, string> {
   let built: Record<string, string> = {};
-  if (!fromEnv.helm || !fromEnv.promtool) {
+  if (Object.values<string | undefined>(fromEnv).some((v) => !v)) {
     const script = fileURLToPath(new URL('./build-tools.sh', import.meta.url));
     const output = execFileSync('bash', [script], { stdio: ['ignore', 'pipe', 'inherit'] }).toString();
     built = Object.fromEntries(
@@ -25,12 +38,11 @@ export function findPackagingTools(): PackagingTools {
         .map((l) => l.split('=', 2) as [string, string]),
     );
   }
-  const tools = {
-    helm: fromEnv.helm ?? built['helm'] ?? '',
-    promtool: fromEnv.promtool ?? built['promtool'] ?? '',
-  };
-  for (const [name, path] of Object.entries(tools)) {
+  const tools = {} as Record<K, string>;
+  for (const name of Object.keys(fromEnv) as K[]) {
+    const path = fromEnv[name] || built[name] || '';
     if (!existsSync(path)) throw new Error(`${name} is missing (${path}); run bash test/env/build-tools.sh`);
+    tools[name] = path;
   }
   return tools;
 }
