@@ -32,7 +32,7 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
-import { respellCreateIndex, respellCreateTable, respellInsert } from './mysql-spelling.ts';
+import { respellCreateIndex, respellCreateTable, respellInsert, tokenize } from './mysql-spelling.ts';
 
 const parser = new nodeSqlParser.Parser();
 const OPTIONS = { database: 'MariaDB' } as const;
@@ -102,6 +102,10 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
         `${where}: triggers, routines and events are not managed by the schema engine; keep them in a migration`,
       );
     }
+    if (/^alter\s+table\b/i.test(text)) {
+      alterTable(text, where);
+      return;
+    }
     let ast: Node;
     let invisibleColumns: ReadonlySet<string> = new Set();
     let readable = text;
@@ -155,6 +159,20 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
         `${where}: ${String(ast['type']).toUpperCase()} is not part of a desired state; declare tables, views, indexes and rows`,
       );
     }
+  };
+  /**
+   * `ALTER TABLE t ADD …, MODIFY …` as a dump or a phpMyAdmin export writes keys and AUTO_INCREMENT after
+   * its CREATE TABLEs: each clause is read as the definition it would be inside CREATE TABLE t (…) and
+   * merged into the declared table. A clause that changes what was declared otherwise (DROP, RENAME,
+   * CHANGE to another name) belongs in the CREATE TABLE itself.
+   */
+  const alterTable = (text: string, where: string): void => {
+    const { table: name, clauses } = alterClauses(text);
+    const t = tables.get(name);
+    if (!t) throw new DesiredStateError(`${where}: ALTER TABLE ${name}, which no earlier statement creates`);
+    let next: RawTable = t;
+    for (const clause of clauses) next = applyClause(next, clause, where);
+    tables.set(name, next);
   };
   for (const f of files) {
     let statements;
@@ -230,6 +248,124 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
     });
     return { kind: 'RowSet', schema: '', table: name, key: pk, columns, rows: values };
   }
+}
+
+/** `ALTER TABLE name clause, clause …` split at its top-level commas; clause texts keep their spelling. */
+function alterClauses(text: string): { table: string; clauses: string[] } {
+  const tokens = tokenize(text);
+  const sigs = tokens.map((t, i) => ({ t, i })).filter((x) => x.t.kind !== 'space' && x.t.kind !== 'comment');
+  // ALTER [ONLINE|IGNORE] TABLE name
+  let k = sigs.findIndex((x) => x.t.text.toUpperCase() === 'TABLE') + 1;
+  let nameText = sigs[k]?.t.text ?? '';
+  if (sigs[k + 1]?.t.text === '.') {
+    k += 2;
+    nameText = sigs[k]?.t.text ?? '';
+  }
+  const bodyStart = (sigs[k + 1]?.i ?? tokens.length) as number;
+  const clauses: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const t of tokens.slice(bodyStart)) {
+    if (t.text === '(') depth++;
+    else if (t.text === ')') depth--;
+    if (depth === 0 && t.text === ',') {
+      clauses.push(current.trim());
+      current = '';
+    } else current += t.text;
+  }
+  if (current.trim() !== '') clauses.push(current.trim());
+  return { table: unquoteName(nameText), clauses };
+}
+
+const KEY_CLAUSE = /^(?:constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b/i;
+
+/** One ALTER TABLE clause applied to a declared table, read through the CREATE TABLE grammar. */
+function applyClause(t: RawTable, clause: string, where: string): RawTable {
+  const bare = clause.replace(/^(add|modify|change)\s+(?:column\s+)?(?:if\s+(?:not\s+)?exists\s+)?/i, '$1 ');
+  const verb = (/^\w+/.exec(bare)?.[0] ?? '').toLowerCase();
+  const rest = bare.slice(verb.length).trim();
+  // How the server runs the statement, and the table's row counter: neither is part of the schema.
+  if (/^(?:algorithm|lock)\s*=?\s*\w+$/i.test(clause) || /^auto_increment\s*=?\s*\d+$/i.test(clause))
+    return t;
+  const read = (definitions: string, options = ''): RawTable =>
+    readCreateTable(`CREATE TABLE ${quoteIdent(t.name)} (${definitions})${options}`, where);
+  if (verb === 'add') {
+    // ADD (a int, b int) adds several columns.
+    const inner = /^\(([\s\S]*)\)$/.exec(rest)?.[1];
+    const added = read(inner ?? rest);
+    if (!KEY_CLAUSE.test(rest))
+      for (const c of added.columns)
+        if (t.columns.some((x) => x.name.toLowerCase() === c.name.toLowerCase()))
+          throw new DesiredStateError(`${where}: column ${c.name} of ${t.name} is declared twice`);
+    if (added.indexes.some((i) => i.primary) && t.indexes.some((i) => i.primary))
+      throw new DesiredStateError(`${where}: ${t.name} is given a second primary key`);
+    return {
+      ...t,
+      columns: KEY_CLAUSE.test(rest) ? t.columns : [...t.columns, ...added.columns],
+      indexes: [...t.indexes, ...added.indexes],
+      foreignKeys: [...t.foreignKeys, ...added.foreignKeys],
+      checks: [...t.checks, ...added.checks],
+    };
+  }
+  if (verb === 'modify' || verb === 'change') {
+    let definition = rest;
+    if (verb === 'change') {
+      const tk = tokenize(rest).filter((x) => x.kind !== 'space' && x.kind !== 'comment');
+      const from = unquoteName(tk[0]?.text ?? '');
+      const to = unquoteName(tk[1]?.text ?? '');
+      if (from.toLowerCase() !== to.toLowerCase())
+        throw new DesiredStateError(
+          `${where}: ALTER TABLE ${t.name} CHANGE ${from} ${to}: declare the column as ${to} in its CREATE TABLE (a rename is annotated there with -- ptah:renamed-from ${from})`,
+        );
+      definition = rest.slice(rest.indexOf(tk[0]?.text ?? '') + (tk[0]?.text.length ?? 0)).trim();
+    }
+    const read1 = read(definition);
+    const c = read1.columns[0];
+    const at =
+      c === undefined ? -1 : t.columns.findIndex((x) => x.name.toLowerCase() === c.name.toLowerCase());
+    if (c === undefined || at < 0)
+      throw new DesiredStateError(
+        `${where}: ALTER TABLE ${t.name} MODIFY ${c?.name ?? definition.slice(0, 40)}: no such column is declared`,
+      );
+    const columns = [...t.columns];
+    columns[at] = c;
+    return {
+      ...t,
+      columns,
+      indexes: [...t.indexes, ...read1.indexes],
+      foreignKeys: [...t.foreignKeys, ...read1.foreignKeys],
+      checks: [...t.checks, ...read1.checks],
+    };
+  }
+  if (/^(?:engine|(?:default\s+)?(?:charset|character\s+set|collate)|row_format|comment)\b/i.test(clause)) {
+    const o = read('`ptah_option` int', ` ${clause}`);
+    return {
+      ...t,
+      ...(o.engine !== undefined ? { engine: o.engine } : {}),
+      ...(o.charset !== undefined ? { charset: o.charset } : {}),
+      ...(o.collation !== undefined ? { collation: o.collation } : {}),
+      ...(o.rowFormat !== undefined ? { rowFormat: o.rowFormat } : {}),
+      ...(o.comment !== undefined ? { comment: o.comment } : {}),
+    };
+  }
+  throw new DesiredStateError(
+    `${where}: ALTER TABLE ${t.name} ${clause.split(/\s+/).slice(0, 3).join(' ')} …: a desired state declares tables as they should be; write the change into the CREATE TABLE (ADD, MODIFY and table options are read here)`,
+  );
+}
+
+/** A CREATE TABLE statement read as parseDesired reads one. */
+function readCreateTable(text: string, where: string): RawTable {
+  const r = respellCreateTable(text);
+  let ast: Node;
+  try {
+    const parsed = parser.astify(r.sql, OPTIONS) as unknown;
+    ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
+  } catch (error) {
+    throw new DesiredStateError(
+      `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
+    );
+  }
+  return tableFrom(ast, where, r.invisibleColumns);
 }
 
 /** A statement's text starts after the comments that precede it. */

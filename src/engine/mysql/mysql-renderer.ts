@@ -175,7 +175,11 @@ function autoIncrementGroups(plan: readonly Change[]): Map<Change, string> {
   groupsOf.set(plan, out);
   const byTable = new Map<string, Change[]>();
   for (const c of plan) {
-    if (!('table' in c) || c.kind === 'CreateTable' || c.kind === 'DropTable') continue;
+    if (c.kind === 'CreateTable') {
+      createTableGroup(c, plan, out);
+      continue;
+    }
+    if (!('table' in c) || c.kind === 'DropTable') continue;
     const k = JSON.stringify([c.table.schema, c.table.name]);
     byTable.set(k, [...(byTable.get(k) ?? []), c]);
   }
@@ -192,6 +196,36 @@ function autoIncrementGroups(plan: readonly Change[]): Map<Change, string> {
     for (const c of members) out.set(c, sql);
   }
   return out;
+}
+
+/** A new table whose AUTO_INCREMENT column only an index keys is created with its indexes inside. */
+function createTableGroup(
+  c: Extract<Change, { kind: 'CreateTable' }>,
+  plan: readonly Change[],
+  out: Map<Change, string>,
+): void {
+  const auto = new Set(c.table.columns.flatMap((x) => (x.identity !== undefined ? [x.name] : [])));
+  if (auto.size === 0) return;
+  const indexes = plan.filter(
+    (x): x is Extract<Change, { kind: 'CreateIndex' }> =>
+      x.kind === 'CreateIndex' &&
+      x.table.schema === c.table.schema &&
+      x.table.name === c.table.name &&
+      keyColumns(x).some((n) => auto.has(n)),
+  );
+  if (indexes.length === 0) return;
+  const sql = renderOne(c)[0] ?? '';
+  const close = sql.lastIndexOf('\n)');
+  const defs = indexes.map((x) => `,\n  ${indexDefinition(x.index)}`).join('');
+  const joined = `${sql.slice(0, close)}${defs}${sql.slice(close)}`;
+  for (const x of [c, ...indexes]) out.set(x, joined);
+}
+
+function indexDefinition(i: Index): string {
+  const kind = i.unique ? 'UNIQUE ' : (INDEX_KIND[i.method] ?? '');
+  const comment = i.comment !== undefined ? ` COMMENT ${quoteLiteral(i.comment)}` : '';
+  const invisible = i.invisible ? ` ${i.invisibleAs ?? 'INVISIBLE'}` : '';
+  return `${kind}INDEX ${quoteIdent(i.name ?? '')} (${i.keys.map(keyPart).join(', ')})${comment}${invisible}`;
 }
 
 /** The AUTO_INCREMENT column a change adds, drops or changes, on either side of it. */
@@ -220,15 +254,7 @@ function keyColumns(c: Change): string[] {
 
 /** A change as clauses of `ALTER TABLE t …`; no ALGORITHM/LOCK: adding an AUTO_INCREMENT copies the table. */
 function clausesOf(c: Change, t: string): string[] {
-  if (c.kind === 'CreateIndex') {
-    const i = c.index;
-    const kind = i.unique ? 'UNIQUE ' : (INDEX_KIND[i.method] ?? '');
-    const comment = i.comment !== undefined ? ` COMMENT ${quoteLiteral(i.comment)}` : '';
-    const invisible = i.invisible ? ` ${i.invisibleAs ?? 'INVISIBLE'}` : '';
-    return [
-      `ADD ${kind}INDEX ${quoteIdent(i.name ?? '')} (${i.keys.map(keyPart).join(', ')})${comment}${invisible}`,
-    ];
-  }
+  if (c.kind === 'CreateIndex') return [`ADD ${indexDefinition(c.index)}`];
   if (c.kind === 'DropIndex') return [`DROP INDEX ${quoteIdent(c.index.name ?? '')}`];
   const prefix = `ALTER TABLE ${t} `;
   return renderOne(c).map((sql) => (sql.startsWith(prefix) ? sql.slice(prefix.length) : sql));

@@ -4,7 +4,7 @@
  * column names that are words of its own (`status`, `full`) are backquoted; `REAL` and `DOUBLE PRECISION`
  * are `DOUBLE` (as the server stores them without REAL_AS_FLOAT); `ON UPDATE NOW()` is `ON UPDATE
  * CURRENT_TIMESTAMP`; MariaDB's `IGNORED` index option is MySQL's `INVISIBLE`; an `INVISIBLE` column
- * attribute, which the grammar lacks, is taken out and reported. Strings and comments are never touched.
+ * attribute, which the grammar lacks, is taken out and reported; `SERIAL` is written out. Strings and comments are never touched.
  */
 
 export type TokenKind = 'space' | 'comment' | 'quoted' | 'string' | 'word' | 'punct';
@@ -169,6 +169,8 @@ function respellKeyDefinition(list: readonly Token[], columns: ReadonlySet<strin
   respellIndexOptions(s, 0);
 }
 
+const SERIAL_ATTRIBUTES = 'NOT NULL AUTO_INCREMENT UNIQUE';
+
 /** One column definition: name, type, attributes (expressions in them name the table's columns). */
 function respellColumn(list: readonly Token[], columns: ReadonlySet<string>, invisible: Set<string>): void {
   const s = sig(list);
@@ -177,6 +179,8 @@ function respellColumn(list: readonly Token[], columns: ReadonlySet<string>, inv
   quote(name);
   const type = s[1]?.t;
   if (upper(type) === 'REAL' && type !== undefined) type.text = 'DOUBLE';
+  // SERIAL is MySQL's alias, and SERIAL DEFAULT VALUE an integer column's: the server stores what they stand for.
+  if (upper(type) === 'SERIAL' && type !== undefined) type.text = `bigint unsigned ${SERIAL_ATTRIBUTES}`;
   if (upper(type) === 'DOUBLE' && upper(s[2]?.t) === 'PRECISION') {
     const p = s[2]?.t as Token;
     p.text = '';
@@ -193,6 +197,13 @@ function respellColumn(list: readonly Token[], columns: ReadonlySet<string>, inv
       continue;
     }
     const word = upper(cur);
+    if (word === 'SERIAL' && upper(s[k + 1]?.t) === 'DEFAULT' && upper(s[k + 2]?.t) === 'VALUE') {
+      cur.text = SERIAL_ATTRIBUTES;
+      (s[k + 1]?.t as Token).text = '';
+      (s[k + 2]?.t as Token).text = '';
+      k += 2;
+      continue;
+    }
     if (word === 'INVISIBLE') {
       cur.text = '';
       invisible.add(name.text.replace(/^`|`$/g, '').replace(/``/g, '`').toLowerCase());
