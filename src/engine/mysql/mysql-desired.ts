@@ -32,7 +32,14 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
-import { respellCreateIndex, respellCreateTable, respellInsert, tokenize } from './mysql-spelling.ts';
+import { type AnnotatedText, elementsOf, hasAnnotation, renameAnnotations } from './mysql-annotations.ts';
+import {
+  respellCreateIndex,
+  respellCreateTable,
+  respellInsert,
+  type Token,
+  tokenize,
+} from './mysql-spelling.ts';
 
 const parser = new nodeSqlParser.Parser();
 const OPTIONS = { database: 'MariaDB' } as const;
@@ -74,9 +81,9 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
   const rows = new Map<string, { columns?: string[]; values: (string | null)[][]; where: string }>();
   // Each statement is read on its own, so one run reports every problem of the files.
   const problems: string[] = [];
-  const statement = (path: string, st: { sql: string; line: number }): void => {
+  const statement = (path: string, st: { sql: string; line: number }, around: AnnotatedText): void => {
     const where = `${path}:${st.line}`;
-    const text = withoutLeadingComments(st.sql);
+    const text = around.code;
     if (text === '' || IGNORED.test(text)) return;
     const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
     if (drop) {
@@ -103,7 +110,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       );
     }
     if (/^alter\s+table\b/i.test(text)) {
-      alterTable(text, where);
+      alterTable(text, where, around);
       return;
     }
     let ast: Node;
@@ -126,7 +133,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       );
     }
     if (ast['type'] === 'create' && ast['keyword'] === 'table') {
-      const t = tableFrom(ast, where, invisibleColumns);
+      const t = annotatedTable(tableFrom(ast, where, invisibleColumns), around, where);
       // A dump drops a table before creating it; two CREATEs with no DROP between are a mistake.
       if (tables.has(t.name) || views.has(t.name))
         throw new DesiredStateError(`${where}: table ${t.name} is declared twice`);
@@ -166,25 +173,42 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
    * merged into the declared table. A clause that changes what was declared otherwise (DROP, RENAME,
    * CHANGE to another name) belongs in the CREATE TABLE itself.
    */
-  const alterTable = (text: string, where: string): void => {
-    const { table: name, clauses } = alterClauses(text);
+  const alterTable = (text: string, where: string, around: AnnotatedText): void => {
+    const { table: name, clauses, bodyAt } = alterClauses(text);
     const t = tables.get(name);
     if (!t) throw new DesiredStateError(`${where}: ALTER TABLE ${name}, which no earlier statement creates`);
     let next: RawTable = t;
     for (const clause of clauses) next = applyClause(next, clause, where);
+    if (hasAnnotation(around)) {
+      const elements = elementsOf(around.code, around.line, addedColumn, bodyAt);
+      const renames = renameAnnotations(around, elements, where, false);
+      next = {
+        ...next,
+        columns: next.columns.map((c) => {
+          const old = renames.columns.get(c.name);
+          return old === undefined ? c : { ...c, renamedFrom: old };
+        }),
+      };
+    }
     tables.set(name, next);
   };
   for (const f of files) {
     let statements;
+    let text: string;
     try {
-      statements = splitStatements(binaryAttribute(unwrapVersionComments(f.sql)), 'mysql');
+      text = binaryAttribute(unwrapVersionComments(f.sql));
+      statements = splitStatements(text, 'mysql');
     } catch (error) {
       if (error instanceof StatementSplitError) throw new DesiredStateError(`${f.path}: ${error.message}`);
       throw error;
     }
-    for (const st of statements) {
+    const lines = text.split('\n');
+    let previousEnd = 0;
+    for (const [i, st] of statements.entries()) {
+      const around = annotatedText(st, lines, previousEnd, statements[i + 1]?.line);
+      previousEnd = st.line + (around.code.match(/\n/g)?.length ?? 0);
       try {
-        statement(f.path, st);
+        statement(f.path, st, around);
       } catch (error) {
         if (!(error instanceof DesiredStateError)) throw error;
         problems.push(error.message);
@@ -251,7 +275,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
 }
 
 /** `ALTER TABLE name clause, clause …` split at its top-level commas; clause texts keep their spelling. */
-function alterClauses(text: string): { table: string; clauses: string[] } {
+function alterClauses(text: string): { table: string; clauses: string[]; bodyAt: number } {
   const tokens = tokenize(text);
   const sigs = tokens.map((t, i) => ({ t, i })).filter((x) => x.t.kind !== 'space' && x.t.kind !== 'comment');
   // ALTER [ONLINE|IGNORE] TABLE name
@@ -262,6 +286,7 @@ function alterClauses(text: string): { table: string; clauses: string[] } {
     nameText = sigs[k]?.t.text ?? '';
   }
   const bodyStart = (sigs[k + 1]?.i ?? tokens.length) as number;
+  const bodyAt = tokens.slice(0, bodyStart).reduce((n, t) => n + t.text.length, 0);
   const clauses: string[] = [];
   let depth = 0;
   let current = '';
@@ -274,7 +299,7 @@ function alterClauses(text: string): { table: string; clauses: string[] } {
     } else current += t.text;
   }
   if (current.trim() !== '') clauses.push(current.trim());
-  return { table: unquoteName(nameText), clauses };
+  return { table: unquoteName(nameText), clauses, bodyAt };
 }
 
 const KEY_CLAUSE = /^(?:constraint|primary|unique|key|index|fulltext|spatial|foreign|check)\b/i;
@@ -366,6 +391,72 @@ function readCreateTable(text: string, where: string): RawTable {
     );
   }
   return tableFrom(ast, where, r.invisibleColumns);
+}
+
+/**
+ * A statement with the comments around it: its own leading ones (a comment on the line where the previous
+ * statement ended trails that one), and those after its semicolon on its last line.
+ */
+function annotatedText(
+  st: { sql: string; line: number },
+  lines: readonly string[],
+  previousEnd: number,
+  nextLine: number | undefined,
+): AnnotatedText {
+  const code = withoutLeadingComments(st.sql);
+  const lead = st.sql.slice(0, st.sql.length - code.length);
+  let line = st.line - (lead.match(/\n/g)?.length ?? 0);
+  const leading: { text: string; line: number }[] = [];
+  for (const t of tokenize(lead)) {
+    if (t.kind === 'comment' && line !== previousEnd) leading.push({ text: t.text, line });
+    line += t.text.split('\n').length - 1;
+  }
+  const end = st.line + (code.match(/\n/g)?.length ?? 0);
+  const trailing: string[] = [];
+  if (nextLine === undefined || nextLine > end) {
+    const tokens = tokenize(lines[end - 1] ?? '');
+    const semi = tokens.map((t) => t.text).lastIndexOf(';');
+    if (semi >= 0) for (const t of tokens.slice(semi + 1)) if (t.kind === 'comment') trailing.push(t.text);
+  }
+  return { code, line: st.line, leading, trailing };
+}
+
+const KEY_WORD = /^(?:constraint|primary|unique|key|index|fulltext|spatial|foreign|check|period)$/i;
+
+const unquoteToken = (t: Token | undefined): string | undefined =>
+  t === undefined ? undefined : t.kind === 'quoted' ? t.text.slice(1, -1).replace(/``/g, '`') : t.text;
+
+/** A CREATE TABLE definition's column: its first word, unless that begins a key. */
+const definedColumn = (words: readonly Token[]): string | undefined =>
+  words[0] === undefined || (words[0].kind === 'word' && KEY_WORD.test(words[0].text))
+    ? undefined
+    : unquoteToken(words[0]);
+
+/** The column an ALTER TABLE clause adds: ADD [COLUMN] name …. */
+const addedColumn = (words: readonly Token[]): string | undefined => {
+  if (words[0]?.text.toUpperCase() !== 'ADD') return undefined;
+  const name = words[1]?.text.toUpperCase() === 'COLUMN' ? words[2] : words[1];
+  if (name === undefined || name.text === '(' || (name.kind === 'word' && KEY_WORD.test(name.text)))
+    return undefined;
+  return unquoteToken(name);
+};
+
+function annotatedTable(t: RawTable, around: AnnotatedText, where: string): RawTable {
+  if (!hasAnnotation(around)) return t;
+  const renames = renameAnnotations(
+    around,
+    elementsOf(around.code, around.line, definedColumn, 'parenthesis'),
+    where,
+    true,
+  );
+  return {
+    ...t,
+    ...(renames.table !== undefined ? { renamedFrom: renames.table } : {}),
+    columns: t.columns.map((c) => {
+      const old = renames.columns.get(c.name);
+      return old === undefined ? c : { ...c, renamedFrom: old };
+    }),
+  };
 }
 
 /** A statement's text starts after the comments that precede it. */

@@ -55,6 +55,8 @@ export interface RawColumn {
   readonly generated?: { readonly expression: string; readonly storage: 'virtual' | 'stored' };
   readonly invisible: boolean;
   readonly comment?: string;
+  /** A declared rename (`-- ptah:renamed-from`). */
+  readonly renamedFrom?: string;
 }
 
 export interface RawIndexPart {
@@ -102,6 +104,7 @@ export interface RawTable {
   readonly indexes: readonly RawIndex[];
   readonly foreignKeys: readonly RawForeignKey[];
   readonly checks: readonly RawCheck[];
+  readonly renamedFrom?: string;
 }
 
 export interface RawView {
@@ -598,6 +601,7 @@ export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
       ...(collation !== undefined ? { collation } : {}),
       ...(c.comment !== undefined && c.comment !== '' ? { comment: c.comment } : {}),
       ...(c.onUpdate !== undefined ? { onUpdate: expr(c.onUpdate, schema) } : {}),
+      ...(c.renamedFrom !== undefined ? { renamedFrom: c.renamedFrom } : {}),
       ...(c.invisible ? { invisible: true } : {}),
     };
     return col;
@@ -641,6 +645,7 @@ export function normaliseTable(raw: RawTable, f: ServerFacts): Table {
     constraints,
     indexes: indexes.map((i) => normaliseIndex(i, f)),
     ...(raw.comment !== undefined && raw.comment !== '' ? { comment: raw.comment } : {}),
+    ...(raw.renamedFrom !== undefined ? { renamedFrom: raw.renamedFrom } : {}),
     options,
   };
 }
