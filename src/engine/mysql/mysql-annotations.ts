@@ -35,6 +35,8 @@ export interface AnnotatedText {
   /** The code text (leading comments taken off) and the line its first character is on. */
   readonly code: string;
   readonly line: number;
+  /** The column (in characters) of the code's first character on its line. */
+  readonly column: number;
   /** Leading comments that are the statement's own (not trailing the previous statement's line). */
   readonly leading: readonly { readonly text: string; readonly line: number }[];
   /** Comments after the statement's semicolon on its last line. */

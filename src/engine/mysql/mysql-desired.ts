@@ -34,11 +34,13 @@ import {
 } from './mysql-normalize.ts';
 import { type AnnotatedText, elementsOf, hasAnnotation, renameAnnotations } from './mysql-annotations.ts';
 import {
+  type Respelled,
   respellCreateIndex,
   respellCreateTable,
   respellInsert,
   type Token,
   tokenize,
+  writtenOffset,
 } from './mysql-spelling.ts';
 
 const parser = new nodeSqlParser.Parser();
@@ -57,7 +59,11 @@ const list = (x: unknown): Node[] => (Array.isArray(x) ? x.filter(isNode) : []);
 
 /** `/*!40101 SET … *\/` runs on MySQL: its text is SQL. Other comments go; lines stay where they were. */
 function unwrapVersionComments(sql: string): string {
-  return sql.replace(/\/\*!(?:\d{5,6})?([\s\S]*?)\*\//g, (_m, body: string) => ` ${body} `);
+  // Same length, so lines and columns of what follows stay where they were written.
+  return sql.replace(
+    /(\/\*!(?:\d{5,6})?)([\s\S]*?)\*\//g,
+    (_m, open: string, body: string) => `${' '.repeat(open.length)}${body}  `,
+  );
 }
 
 /**
@@ -82,7 +88,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
   // Each statement is read on its own, so one run reports every problem of the files.
   const problems: string[] = [];
   const statement = (path: string, st: { sql: string; line: number }, around: AnnotatedText): void => {
-    const where = `${path}:${st.line}`;
+    const where = `${path}:${st.line}:${around.column}`;
     const text = around.code;
     if (text === '' || IGNORED.test(text)) return;
     const drop = /^drop\s+(table|view)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
@@ -113,25 +119,15 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       alterTable(text, where, around);
       return;
     }
-    let ast: Node;
-    let invisibleColumns: ReadonlySet<string> = new Set();
-    let readable = text;
-    if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) {
-      const r = respellCreateTable(text);
-      readable = r.sql;
-      invisibleColumns = r.invisibleColumns;
-    } else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {
+    let r: Respelled;
+    if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) r = respellCreateTable(text);
+    else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {
       const known = new Set([...tables.values()].flatMap((t) => t.columns.map((c) => c.name.toLowerCase())));
-      readable = respellCreateIndex(text, known);
-    } else if (/^(?:insert|replace)\b/i.test(text)) readable = respellInsert(text);
-    try {
-      const parsed = parser.astify(readable, OPTIONS) as unknown;
-      ast = (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
-    } catch (error) {
-      throw new DesiredStateError(
-        `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
-      );
-    }
+      r = respellCreateIndex(text, known);
+    } else if (/^(?:insert|replace)\b/i.test(text)) r = respellInsert(text);
+    else r = { sql: text, invisibleColumns: new Set(), tokens: tokenize(text) };
+    const invisibleColumns = r.invisibleColumns;
+    const ast = astOf(r, around, path);
     if (ast['type'] === 'create' && ast['keyword'] === 'table') {
       const t = annotatedTable(tableFrom(ast, where, invisibleColumns), around, where);
       // A dump drops a table before creating it; two CREATEs with no DROP between are a mistake.
@@ -203,10 +199,12 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       throw error;
     }
     const lines = text.split('\n');
-    let previousEnd = 0;
+    // Where the previous statement ended: a comment on that line trails it, a statement there follows it.
+    let cursor = { line: 0, index: 0 };
     for (const [i, st] of statements.entries()) {
-      const around = annotatedText(st, lines, previousEnd, statements[i + 1]?.line);
-      previousEnd = st.line + (around.code.match(/\n/g)?.length ?? 0);
+      const read = annotatedText(st, lines, cursor, statements[i + 1]?.line);
+      const around = read.text;
+      cursor = read.cursor;
       try {
         statement(f.path, st, around);
       } catch (error) {
@@ -394,15 +392,42 @@ function readCreateTable(text: string, where: string): RawTable {
 }
 
 /**
+ * Parses a respelled statement; a grammar error names the file, line and column (in characters) where the
+ * statement as written has the token the grammar stopped at.
+ */
+function astOf(r: Respelled, around: AnnotatedText, path: string): Node {
+  try {
+    const parsed = parser.astify(r.sql, OPTIONS) as unknown;
+    return (Array.isArray(parsed) ? parsed[0] : parsed) as Node;
+  } catch (error) {
+    const at = (error as { location?: { start?: { offset?: unknown } } }).location?.start?.offset;
+    let where = `${path}:${around.line}:${around.column}`;
+    if (typeof at === 'number') {
+      const before = around.code.slice(0, writtenOffset(r, at));
+      const lines = before.split('\n');
+      const last = [...(lines[lines.length - 1] ?? '')].length;
+      where =
+        lines.length === 1
+          ? `${path}:${around.line}:${around.column + last}`
+          : `${path}:${around.line + lines.length - 1}:${last + 1}`;
+    }
+    throw new DesiredStateError(
+      `${where}: the MySQL grammar cannot read this statement (${firstLine((error as Error).message)}); simplify it, or pass --dev-url to load the files through a scratch database`,
+    );
+  }
+}
+
+/**
  * A statement with the comments around it: its own leading ones (a comment on the line where the previous
  * statement ended trails that one), and those after its semicolon on its last line.
  */
 function annotatedText(
   st: { sql: string; line: number },
   lines: readonly string[],
-  previousEnd: number,
+  cursor: { line: number; index: number },
   nextLine: number | undefined,
-): AnnotatedText {
+): { text: AnnotatedText; cursor: { line: number; index: number } } {
+  const previousEnd = cursor.line;
   const code = withoutLeadingComments(st.sql);
   const lead = st.sql.slice(0, st.sql.length - code.length);
   let line = st.line - (lead.match(/\n/g)?.length ?? 0);
@@ -418,7 +443,17 @@ function annotatedText(
     const semi = tokens.map((t) => t.text).lastIndexOf(';');
     if (semi >= 0) for (const t of tokens.slice(semi + 1)) if (t.kind === 'comment') trailing.push(t.text);
   }
-  return { code, line: st.line, leading, trailing };
+  // The statement's first line stands on the file's line after whatever ended there before it.
+  const lineText = lines[st.line - 1] ?? '';
+  const codeLines = code.split('\n');
+  const firstCodeLine = codeLines[0] ?? '';
+  const p = Math.max(0, lineText.indexOf(firstCodeLine, cursor.line === st.line ? cursor.index : 0));
+  const column = [...lineText.slice(0, p)].length + 1;
+  const endCursor =
+    codeLines.length === 1
+      ? { line: st.line, index: p + firstCodeLine.length }
+      : { line: end, index: (codeLines[codeLines.length - 1] ?? '').length };
+  return { text: { code, line: st.line, column, leading, trailing }, cursor: endCursor };
 }
 
 const KEY_WORD = /^(?:constraint|primary|unique|key|index|fulltext|spatial|foreign|check|period)$/i;

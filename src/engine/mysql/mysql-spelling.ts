@@ -12,6 +12,8 @@ export type TokenKind = 'space' | 'comment' | 'quoted' | 'string' | 'word' | 'pu
 export interface Token {
   readonly kind: TokenKind;
   text: string;
+  /** The text as written, before any respelling. */
+  readonly source: string;
 }
 
 export function tokenize(sql: string): Token[] {
@@ -31,7 +33,7 @@ export function tokenize(sql: string): Token[] {
               : m[5] !== undefined
                 ? 'word'
                 : 'punct';
-    out.push({ kind, text: m[0] });
+    out.push({ kind, text: m[0], source: m[0] });
   }
   return out;
 }
@@ -72,6 +74,24 @@ export interface Respelled {
   readonly sql: string;
   /** Lower-cased names of the columns declared INVISIBLE. */
   readonly invisibleColumns: ReadonlySet<string>;
+  /** The tokens `sql` is made of, each knowing what it was written as. */
+  readonly tokens: readonly Token[];
+}
+
+function respelled(tokens: readonly Token[], invisibleColumns: ReadonlySet<string> = new Set()): Respelled {
+  return { sql: tokens.map((t) => t.text).join(''), invisibleColumns, tokens };
+}
+
+/** Where an offset of the respelled text was in the text as written (a grammar error's position). */
+export function writtenOffset(r: Respelled, offset: number): number {
+  let out = 0;
+  let written = 0;
+  for (const t of r.tokens) {
+    if (offset < out + t.text.length) return written + Math.min(offset - out, t.source.length);
+    out += t.text.length;
+    written += t.source.length;
+  }
+  return written + (offset - out);
 }
 
 /** The significant tokens of `list`, each with its index in `list`. */
@@ -230,7 +250,7 @@ export function respellCreateTable(sql: string): Respelled {
   const tokens = tokenize(sql);
   const invisible = new Set<string>();
   const open = tokens.findIndex((t) => t.text === '(');
-  if (open < 0) return { sql, invisibleColumns: invisible };
+  if (open < 0) return respelled(tokens);
   const definitions: Token[][] = [];
   let depth = 0;
   let current: Token[] = [];
@@ -261,15 +281,15 @@ export function respellCreateTable(sql: string): Respelled {
   // The table's own name may be such a word too.
   const name = sig(tokens.slice(0, open)).at(-1)?.t;
   if (name !== undefined && !['TABLE', 'EXISTS'].includes(upper(name) ?? '')) quote(name);
-  return { sql: tokens.map((t) => t.text).join(''), invisibleColumns: invisible };
+  return respelled(tokens, invisible);
 }
 
 /** CREATE [UNIQUE|FULLTEXT|SPATIAL] INDEX name ON table (parts) options, respelled. */
-export function respellCreateIndex(sql: string, columns: ReadonlySet<string>): string {
+export function respellCreateIndex(sql: string, columns: ReadonlySet<string>): Respelled {
   const tokens = tokenize(sql);
   const s = sig(tokens);
   const on = s.findIndex((x) => upper(x.t) === 'ON');
-  if (on < 0) return sql;
+  if (on < 0) return respelled(tokens);
   const name = s[on - 1]?.t;
   if (name !== undefined && upper(name) !== 'INDEX') quote(name);
   const table = s[on + 1]?.t;
@@ -277,7 +297,7 @@ export function respellCreateIndex(sql: string, columns: ReadonlySet<string>): s
   const open = s.findIndex((x, k) => k > on && x.t.text === '(');
   if (open >= 0) quoteKeyParts(s, open, columns);
   respellIndexOptions(s, Math.max(open, 0));
-  return tokens.map((t) => t.text).join('');
+  return respelled(tokens);
 }
 
 /**
@@ -334,13 +354,13 @@ export function respellViewSelect(select: string): string {
 }
 
 /** INSERT|REPLACE INTO name (columns) VALUES …: the table and column names backquoted. */
-export function respellInsert(sql: string): string {
+export function respellInsert(sql: string): Respelled {
   const tokens = tokenize(sql);
   const s = sig(tokens);
   const into = s.findIndex((x) => upper(x.t) === 'INTO');
-  if (into < 0) return sql;
+  if (into < 0) return respelled(tokens);
   const table = s[into + 1]?.t;
-  if (table === undefined) return sql;
+  if (table === undefined) return respelled(tokens);
   let at = into + 2;
   if (s[at]?.t.text === '.') {
     const t = s[at + 1]?.t;
@@ -348,5 +368,5 @@ export function respellInsert(sql: string): string {
     at += 2;
   } else quote(table);
   if (s[at]?.t.text === '(') quoteKeyParts(s, at, new Set());
-  return tokens.map((t) => t.text).join('');
+  return respelled(tokens);
 }
