@@ -66,6 +66,10 @@ export class ObjectPlan {
   ) {
     this.live = new Map((from.objects ?? []).map((o) => [idOf(o), o]));
     this.desired = new Map((to.objects ?? []).map((o) => [idOf(o), o]));
+    // A live object that unmanaged objects use stays while they do, declared or not: dropping it would
+    // fail, or take them with it.
+    for (const [k, l] of this.live)
+      if ((l.heldBy ?? []).length > 0 && !this.desired.has(k)) this.desired.set(k, l);
     for (const [k, o] of this.desired) {
       const l = this.live.get(k);
       if (
@@ -104,7 +108,10 @@ export class ObjectPlan {
       for (const [k, l] of this.live) {
         if (this.recreate.has(k) || !this.desired.has(k)) continue;
         const t = tableRef(l);
-        if (l.uses.some((u) => gone.has(u)) || (t !== undefined && (gone.has(t) || recreatedViews.has(t)))) {
+        if (
+          l.uses.some((u) => gone.has(u) || recreatedViews.has(u)) ||
+          (t !== undefined && (gone.has(t) || recreatedViews.has(t)))
+        ) {
           this.recreate.add(k);
           grew = true;
         }
@@ -138,6 +145,15 @@ export class ObjectPlan {
     for (const [k, l] of [...this.live].sort((a, b) => cmpStr(a[0], b[0]))) {
       const dropped = !this.desired.has(k);
       if (!this.recreate.has(k) && !dropped) continue;
+      if (this.recreate.has(k) && (l.heldBy ?? []).length > 0) {
+        const by = l.heldBy ?? [];
+        this.refusals.push({
+          kind: 'Unsupported',
+          object: label(l),
+          reason: `${label(l)} would be dropped and created again (its signature, return type or definition cannot change in place, or what it uses is rebuilt) while ${by.join(', ')}, which the engine does not manage, use${by.length === 1 ? 's' : ''} it; change it in a migration, or drop ${by.length === 1 ? 'that object' : 'those objects'} first`,
+        });
+        continue;
+      }
       if (l.objectType !== 'function' && l.objectType !== 'domain') continue;
       const users = usersOf(l, dropped ? this.to.tables : this.from.tables);
       if (users.length === 0) continue;
@@ -189,14 +205,15 @@ const CREATE_PHASE: Readonly<Record<ObjectStage, number>> = {
   types: 7.2,
   routines: 7.5,
   'after-tables': 14.5,
-  matviews: 16.9,
+  // With the views (phase 17): diff.ts orders the two by what each reads.
+  matviews: 17,
   'after-views': 17.5,
 };
 
 const DROP_PHASE: Readonly<Record<ObjectStage, number>> = {
   'after-views': 2.8,
-  // After the views that read them (phase 3).
-  matviews: 3.5,
+  // With the views (phase 3), ordered by what each reads.
+  matviews: 3,
   // Before the tables whose row types they use.
   'after-tables': 10.9,
   // After the tables whose defaults call them.

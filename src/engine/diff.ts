@@ -336,7 +336,16 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
       (v) => objectKey(v.schema, v.name),
       (v) => views.filter((o) => o !== v && reads(v, o.name)).map((o) => objectKey(o.schema, o.name)),
     );
-  objects.viewsRebuilt([...recreate].map((k) => fromViews.get(k) as View));
+  // A materialized view reading a rebuilt view is rebuilt with it, and a view reading that one too.
+  for (let grew = true; grew;) {
+    grew = false;
+    objects.viewsRebuilt([...recreate].map((k) => fromViews.get(k) as View));
+    for (const [k, live] of fromViews) {
+      if (recreate.has(k) || !objects.viewNeedsRebuild(live)) continue;
+      recreate.add(k);
+      grew = true;
+    }
+  }
   for (const c of objects.changes()) push(c);
   for (const v of viewOrder([...recreate].map((k) => fromViews.get(k) as View)).reverse())
     push({ kind: 'DropView', view: v });
@@ -552,6 +561,23 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
       category: 'columns_modified',
     });
   }
+  const lb = live.partitionOf;
+  const db = t.partitionOf;
+  if (
+    lb !== undefined &&
+    db !== undefined &&
+    parent(live) === parent(t) &&
+    (lb.shape !== db.shape ||
+      (lb.values !== undefined &&
+        db.values !== undefined &&
+        JSON.stringify(lb.values) !== JSON.stringify(db.values)))
+  )
+    push({
+      kind: 'Unsupported',
+      object: `table ${t.schema}.${t.name}`,
+      reason: `partition ${t.schema}.${t.name} of ${db.schema}.${db.table} is attached ${lb.bound} and is declared ${db.bound}; PostgreSQL cannot change a bound in place: in a migration, DETACH PARTITION it and ATTACH PARTITION it again with the new bound (its rows must fit)`,
+      category: 'columns_modified',
+    });
   let retyped = false;
   const cons = pair(live.constraints, t.constraints, constraintKey);
   const idx = pair(live.indexes, t.indexes, indexKey);
@@ -842,6 +868,50 @@ function phase(c: Change): number {
   }
 }
 
+/** A view or materialized view a change creates or drops, with what tells whether it reads another. */
+function relationOf(
+  c: Change,
+): { key: string; name: string; reads: (o: { key: string; name: string }) => boolean } | undefined {
+  if (c.kind === 'CreateView' || c.kind === 'DropView') {
+    const v = c.view;
+    return {
+      key: objectKey(v.schema, v.name),
+      name: v.name,
+      reads: (o) => v.definition.key.includes(`"relname":${JSON.stringify(o.name)}`),
+    };
+  }
+  if ((c.kind === 'CreateObject' || c.kind === 'DropObject') && c.object.objectType === 'materialized view') {
+    const m = c.object;
+    return { key: m.ref, name: m.name, reads: (o) => m.uses.includes(o.key) };
+  }
+  return undefined;
+}
+
+/**
+ * Views and materialized views read one another either way, so they share a phase (created in phase 17,
+ * dropped in phase 3) and are ordered within it by what each reads: created after, dropped before.
+ */
+function orderRelations(sorted: Change[]): Change[] {
+  for (const [at, drop] of [
+    [3, true],
+    [17, false],
+  ] as const) {
+    const idx = sorted.flatMap((c, i) => (phase(c) === at && relationOf(c) !== undefined ? [i] : []));
+    if (idx.length < 2) continue;
+    const items = idx.map((i) => ({ c: sorted[i] as Change, r: relationOf(sorted[i] as Change) }));
+    const topo = stableTopo(
+      items,
+      (x) => x.r?.key ?? '',
+      (x) =>
+        items
+          .filter((o) => o !== x && o.r !== undefined && x.r?.reads(o.r) === true)
+          .map((o) => o.r?.key ?? ''),
+    );
+    (drop ? topo.reverse() : topo).forEach((x, j) => (sorted[idx[j] ?? 0] = x.c));
+  }
+  return sorted;
+}
+
 function orderChanges(changes: Change[], tableOrder: readonly string[]): Change[] {
   const rank = (c: Change) => {
     // Rows are deleted children first and inserted parents first.
@@ -851,8 +921,10 @@ function orderChanges(changes: Change[], tableOrder: readonly string[]): Change[
     return 0;
   };
   // Array.prototype.sort is stable: within a phase the diff's own (name-sorted) order is kept.
-  return changes
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => phase(a.c) - phase(b.c) || rank(a.c) - rank(b.c) || a.i - b.i)
-    .map((x) => x.c);
+  return orderRelations(
+    changes
+      .map((c, i) => ({ c, i }))
+      .sort((a, b) => phase(a.c) - phase(b.c) || rank(a.c) - rank(b.c) || a.i - b.i)
+      .map((x) => x.c),
+  );
 }

@@ -154,8 +154,19 @@ export interface Table {
 export interface PartitionOf {
   readonly schema: string;
   readonly table: string;
-  /** As written after the parent (`FOR VALUES IN ('a')`, `DEFAULT`); not compared (see pg-partitions.ts). */
+  /** As written after the parent (`FOR VALUES IN ('a')`, `DEFAULT`), for the statements. */
   readonly bound: string;
+  /** The bound without its values: strategy, how many datums each side (`range 1`), hash modulus, DEFAULT. */
+  readonly shape: string;
+  /** Each value as written (SQL), lower datums then upper ones for a range; MINVALUE and MAXVALUE as such. */
+  readonly datums: readonly string[];
+  /**
+   * The values as the key's type prints them on the server the plan is made against (the catalog's
+   * constants; the desired literals cast there), so `'2024-01-01'` and `'2024-01-01 00:00:00+00'` compare
+   * equal. Absent when the server was not asked (the key is an expression, or its type does not exist
+   * yet): the bound is then not compared.
+   */
+  readonly values?: readonly string[];
 }
 
 export interface EnumType {
@@ -273,6 +284,11 @@ export interface DefinedObject {
   readonly comment?: string;
   /** COMMENT ON's target as the dialect spells it (`FUNCTION "s"."f"(integer)`). */
   readonly commentOn?: string;
+  /**
+   * Live only: the unmanaged objects that use it (an operator, a cast, ...). It is never dropped under
+   * them, and a change that needs it dropped is refused naming them.
+   */
+  readonly heldBy?: readonly string[];
 }
 
 /** Something the database holds that the model does not manage: reported, never dropped. */

@@ -26,7 +26,7 @@ import type {
 import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import { ObjectDeclarationError, PgObjects, isPlainAggregate } from './pg-objects.ts';
-import { partitionBound, partitionKey } from './pg-partitions.ts';
+import { partitionKey, partitionOf } from './pg-partitions.ts';
 import { identityDeclaration } from './pg-identity.ts';
 import {
   alterStorageParameters,
@@ -551,7 +551,7 @@ export class DesiredStateBuilder {
     if (isRecord(n['partspec'])) t.partitionBy = partitionKey(n['partspec'], this.defaultSchema);
     if (isRecord(n['partbound'])) {
       const parent = rel(((n['inhRelations'] as unknown[] | undefined) ?? [])[0], this.defaultSchema);
-      t.partitionOf = { schema: parent.schema, table: parent.name, bound: partitionBound(n['partbound']) };
+      t.partitionOf = partitionOf(parent.schema, parent.name, n['partbound']);
       if (((n['tableElts'] as AstNode[] | undefined) ?? []).some((el) => isRecord(el['ColumnDef'])))
         throw new DesiredStateError(
           `${what}: column options in PARTITION OF are not supported; a partition has its parent's columns`,
@@ -805,11 +805,11 @@ export class DesiredStateBuilder {
         this.unmanagedRelation('partition', child.schema, child.name);
         continue;
       }
-      this.table(child.schema, child.name, s).partitionOf = {
+      this.table(child.schema, child.name, s).partitionOf = partitionOf(
         schema,
-        table: name,
-        bound: partitionBound(partition['bound'] as AstNode),
-      };
+        name,
+        partition['bound'] as AstNode,
+      );
     }
     if (only('AT_AttachPartition')) return;
     if (this.isUnmanagedRelation({ schema, name })) return;

@@ -12,6 +12,8 @@ import {
 } from './pg-inspector.ts';
 import { quoteIdent } from './pg-normalize.ts';
 import { refuseTypeChangesWithoutCast } from './pg-casts.ts';
+import { resolvePartitionBounds } from './pg-partitions.ts';
+import { normaliseTemporalLiterals } from './pg-literals.ts';
 import { renderPostgres } from './pg-renderer.ts';
 import { refuseSequenceBoundsPastValue } from './pg-sequence-bounds.ts';
 import { refuseToastWithoutToastTable } from './pg-storage.ts';
@@ -25,7 +27,11 @@ export const postgresDialect: SchemaDialect = {
   readRows,
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
-  resolveDesired: resolveDefaultOpclasses,
+  resolveDesired: async (session, desired) =>
+    normaliseTemporalLiterals(
+      session,
+      await resolvePartitionBounds(session, await resolveDefaultOpclasses(session, desired)),
+    ),
   render: renderPostgres,
   checkChanges: async (session, changes) => [
     ...(await refuseTypeChangesWithoutCast(session, changes)),

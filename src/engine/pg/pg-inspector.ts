@@ -10,6 +10,9 @@ import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
+import { functionObjectName } from './pg-objects.ts';
+import { withCatalogBoundValues } from './pg-partitions.ts';
+import { normaliseTemporalLiterals } from './pg-literals.ts';
 import { catalogParameters, withClause } from './pg-storage.ts';
 
 // left() rather than LIKE 'pg\\_%': the escape in that pattern depends on standard_conforming_strings, and a
@@ -175,7 +178,7 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
   // The plan's statements run in this same transaction when applying: they see the role's own path. (A
   // failed query aborts the transaction, whose rollback undoes the narrowing, so no finally is needed.)
   await session.query(Q_RESTORE_SEARCH_PATH, [str(narrowed['path'])]);
-  return modelFromCatalog(defaultSchema, {
+  const model = modelFromCatalog(defaultSchema, {
     schemas,
     extensions,
     enums,
@@ -187,6 +190,8 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
     unmanaged,
     objects,
   });
+  // Asked of the server only when a check or default holds a date or time literal.
+  return normaliseTemporalLiterals(session, model);
 }
 
 interface CatalogRows {
@@ -343,6 +348,7 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
   // Triggers, policies and row-level security of a relation left alone are part of it: unmanaged too.
   const leftAlone = new Set(unmanaged.map((u) => JSON.stringify([u.schema, u.name])));
   const objects: string[] = [];
+  const held: Row[] = [];
   for (const o of c.objects) {
     const kind = str(o['kind']);
     const tbl = o['tbl'] === null ? undefined : str(o['tbl']);
@@ -358,6 +364,7 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     }
     objects.push(str(o['def']));
     if (o['comment_sql'] !== null) comments.push(str(o['comment_sql']));
+    if (o['held_by'] !== null && o['held_by'] !== undefined) held.push(o);
   }
   const script = [...out, ...partitions, ...views, ...objects, ...comments].join('\n');
   for (const stmt of parseStatements(script, 'catalog')) {
@@ -370,7 +377,29 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     }
   }
   for (const u of unmanaged) b.addUnmanaged(u);
-  return b.build();
+  return withCatalogBoundValues(withHolders(b.build(), held));
+}
+
+/** Marks each function an unmanaged object uses with those users (see DefinedObject.heldBy). */
+function withHolders(model: SchemaModel, held: readonly Row[]): SchemaModel {
+  if (held.length === 0) return model;
+  const holders = new Map<string, string[]>();
+  for (const o of held) {
+    const stmt = parseStatements(str(o['def']), 'catalog')[0];
+    if (stmt?.type !== 'CreateFunctionStmt') continue;
+    const f = functionObjectName(stmt.node, model.defaultSchema);
+    holders.set(JSON.stringify([f.schema, f.name]), str(o['held_by']).split(', '));
+  }
+  return {
+    ...model,
+    objects: (model.objects ?? []).map((x) => {
+      const by =
+        x.objectType === 'function' || x.objectType === 'procedure'
+          ? holders.get(JSON.stringify([x.schema, x.name]))
+          : undefined;
+      return by === undefined ? x : { ...x, heldBy: by };
+    }),
+  };
 }
 
 /** The identity sequence as `GENERATED ... AS IDENTITY` spells it: name and every option. */

@@ -14,13 +14,29 @@ const comment = (target: string, oid: string, catalog: string) =>
 export const PLAIN_AGGREGATE = `a.aggkind = 'n' AND a.aggsortop = 0 AND a.aggmtransfn = 0`;
 
 /**
+ * The objects the model does not manage that use a function (an operator, cast, event trigger, operator
+ * class, rule, base type, an ordered-set aggregate, ...), as pg_describe_object names them: dropping the
+ * function would fail (or take them with it), so it is kept while they use it.
+ */
+const HELD_BY = `(SELECT string_agg(DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid), ', ')
+  FROM pg_depend d WHERE d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid AND d.deptype = 'n'
+  AND (d.classid IN ('pg_operator'::regclass, 'pg_cast'::regclass, 'pg_event_trigger'::regclass,
+      'pg_amproc'::regclass, 'pg_amop'::regclass, 'pg_opclass'::regclass, 'pg_opfamily'::regclass,
+      'pg_language'::regclass, 'pg_foreign_data_wrapper'::regclass, 'pg_ts_parser'::regclass,
+      'pg_ts_template'::regclass, 'pg_conversion'::regclass, 'pg_transform'::regclass)
+    OR (d.classid = 'pg_proc'::regclass AND EXISTS (SELECT 1 FROM pg_aggregate a WHERE a.aggfnoid = d.objid AND NOT (${PLAIN_AGGREGATE})))
+    OR (d.classid = 'pg_type'::regclass AND EXISTS (SELECT 1 FROM pg_type t WHERE t.oid = d.objid AND t.typtype = 'b'))
+    OR (d.classid = 'pg_rewrite'::regclass AND EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.oid = d.objid AND r.rulename <> '_RETURN'))))`;
+
+/**
  * Columns: kind, schema, tbl (the table a trigger, policy or row-level security belongs to, else NULL),
- * name, def (statements, each ending in `;`), comment_sql. Triggers cloned onto partitions from their
+ * name, def (statements, each ending in `;`), comment_sql, held_by (a function's unmanaged users, see HELD_BY). Triggers cloned onto partitions from their
  * parent's (tgparentid) are the parent's, as pg_dump has them.
  */
 export const Q_OBJECTS = `SELECT CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END AS kind, n.nspname AS schema,
   NULL::name AS tbl, p.proname::text AS name, pg_get_functiondef(p.oid) || ';' AS def,
-  ${comment(`CASE p.prokind WHEN 'p' THEN 'PROCEDURE ' ELSE 'FUNCTION ' END || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')} AS comment_sql
+  ${comment(`CASE p.prokind WHEN 'p' THEN 'PROCEDURE ' ELSE 'FUNCTION ' END || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')} AS comment_sql,
+  ${HELD_BY} AS held_by
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.prokind IN ('f', 'p', 'w') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
 UNION ALL
@@ -37,7 +53,8 @@ SELECT 'aggregate', n.nspname, NULL, p.proname::text,
   || CASE a.aggfinalmodify WHEN 's' THEN ', FINALFUNC_MODIFY = SHAREABLE' WHEN 'w' THEN ', FINALFUNC_MODIFY = READ_WRITE' ELSE '' END
   || CASE p.proparallel WHEN 's' THEN ', PARALLEL = SAFE' WHEN 'r' THEN ', PARALLEL = RESTRICTED' ELSE '' END
   || ');',
-  ${comment(`'AGGREGATE ' || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')}
+  ${comment(`'AGGREGATE ' || quote_ident(n.nspname) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`, 'p.oid', 'pg_proc')},
+  NULL
 FROM pg_proc p JOIN pg_aggregate a ON a.aggfnoid = p.oid JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE ${PLAIN_AGGREGATE} AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
 UNION ALL
@@ -47,7 +64,8 @@ SELECT 'trigger', n.nspname, c.relname, tg.tgname::text,
     WHEN 'A' THEN format(' ALTER TABLE %I.%I ENABLE ALWAYS TRIGGER %I;', n.nspname, c.relname, tg.tgname)
     WHEN 'R' THEN format(' ALTER TABLE %I.%I ENABLE REPLICA TRIGGER %I;', n.nspname, c.relname, tg.tgname)
     ELSE '' END,
-  ${comment(`format('TRIGGER %I ON %I.%I', tg.tgname, n.nspname, c.relname)`, 'tg.oid', 'pg_trigger')}
+  ${comment(`format('TRIGGER %I ON %I.%I', tg.tgname, n.nspname, c.relname)`, 'tg.oid', 'pg_trigger')},
+  NULL
 FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE NOT tg.tgisinternal AND tg.tgparentid = 0 AND ${USER_SCHEMA}
 UNION ALL
@@ -61,7 +79,8 @@ SELECT 'domain', n.nspname, NULL, t.typname::text,
   || ';'
   || coalesce((SELECT string_agg(format(' ALTER DOMAIN %I.%I ADD CONSTRAINT %I %s;', n.nspname, t.typname, k.conname, pg_get_constraintdef(k.oid)), '' ORDER BY k.conname)
        FROM pg_constraint k WHERE k.contypid = t.oid AND k.contype = 'c' AND NOT k.convalidated), ''),
-  ${comment(`format('DOMAIN %I.%I', n.nspname, t.typname)`, 't.oid', 'pg_type')}
+  ${comment(`format('DOMAIN %I.%I', n.nspname, t.typname)`, 't.oid', 'pg_type')},
+  NULL
 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_type bt ON bt.oid = t.typbasetype
 LEFT JOIN pg_collation co ON co.oid = t.typcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
 WHERE t.typtype = 'd' AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
@@ -74,13 +93,15 @@ SELECT 'policy', n.nspname, c.relname, po.polname::text,
       ELSE (SELECT string_agg(quote_ident(r.rolname), ', ' ORDER BY r.rolname) FROM pg_roles r WHERE r.oid = ANY (po.polroles)) END)
   || coalesce(' USING (' || pg_get_expr(po.polqual, po.polrelid) || ')', '')
   || coalesce(' WITH CHECK (' || pg_get_expr(po.polwithcheck, po.polrelid) || ')', '') || ';',
-  ${comment(`format('POLICY %I ON %I.%I', po.polname, n.nspname, c.relname)`, 'po.oid', 'pg_policy')}
+  ${comment(`format('POLICY %I ON %I.%I', po.polname, n.nspname, c.relname)`, 'po.oid', 'pg_policy')},
+  NULL
 FROM pg_policy po JOIN pg_class c ON c.oid = po.polrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ${USER_SCHEMA}
 UNION ALL
 SELECT 'row security', n.nspname, c.relname, c.relname::text,
   CASE WHEN c.relrowsecurity THEN format('ALTER TABLE %I.%I ENABLE ROW LEVEL SECURITY;', n.nspname, c.relname) ELSE '' END
   || CASE WHEN c.relforcerowsecurity THEN format('ALTER TABLE %I.%I FORCE ROW LEVEL SECURITY;', n.nspname, c.relname) ELSE '' END,
+  NULL,
   NULL
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE (c.relrowsecurity OR c.relforcerowsecurity) AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}

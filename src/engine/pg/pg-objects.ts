@@ -161,6 +161,12 @@ function signatureOf(n: AstNode, ds: string, what: string): Signature {
   return { schema: q.schema, name: q.name, procedure: n['is_procedure'] === true, args };
 }
 
+/** The schema and model name (`f(integer, text)`) of the function or procedure CREATE FUNCTION declares. */
+export function functionObjectName(n: AstNode, ds: string): { schema: string; name: string } {
+  const sig = signatureOf(n, ds, 'function');
+  return { schema: sig.schema, name: `${sig.name}(${sig.args.map((a) => a.label).join(', ')})` };
+}
+
 /** `COMMENT ON FUNCTION f(integer)` and `ALTER FUNCTION ...` name a function by its input types only. */
 function signatureOfReference(
   owa: AstNode,
