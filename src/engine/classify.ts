@@ -210,6 +210,8 @@ export function classify(change: Change): Classification {
       if (k === 'ForeignKey')
         return c('warning', 'adds a foreign key: validates existing rows and locks both tables');
       if (k === 'Check') return c('warning', 'adds a check constraint: validates existing rows');
+      if (k === 'Exclusion')
+        return c('warning', 'adds an exclusion constraint: builds an index and fails on conflicting rows');
       return c(
         'warning',
         `adds a ${k === 'PrimaryKey' ? 'primary key' : 'unique constraint'}: builds an index and fails on duplicates`,
@@ -218,6 +220,7 @@ export function classify(change: Change): Classification {
     case 'DropConstraint': {
       const k = change.constraint.kind;
       if (k === 'PrimaryKey' || k === 'Unique') return c('warning', 'removes a uniqueness guarantee');
+      if (k === 'Exclusion') return c('warning', 'removes an exclusion guarantee');
       return c('info', `drops a ${k === 'ForeignKey' ? 'foreign key' : 'check constraint'}`);
     }
     case 'CreateIndex':

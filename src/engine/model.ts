@@ -77,6 +77,16 @@ export interface CheckConstraint {
   readonly expression: Expr;
   /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
   readonly notValid?: boolean;
+  /** PostgreSQL: NO INHERIT, the check holds on this table only, not on its children. */
+  readonly noInherit?: boolean;
+}
+
+/** PostgreSQL: `EXCLUDE USING gist (room WITH =, during WITH &&) WHERE (...) DEFERRABLE`. */
+export interface ExclusionConstraint {
+  readonly kind: 'Exclusion';
+  readonly name?: string;
+  /** The whole clause after the name, as rendered; `key` compares it. */
+  readonly definition: Expr;
 }
 
 export interface ForeignKey {
@@ -95,7 +105,7 @@ export interface ForeignKey {
   readonly notValid?: boolean;
 }
 
-export type Constraint = PrimaryKey | UniqueConstraint | CheckConstraint | ForeignKey;
+export type Constraint = PrimaryKey | UniqueConstraint | CheckConstraint | ForeignKey | ExclusionConstraint;
 
 export interface IndexKey {
   /** A plain column, or else an expression. */
@@ -362,7 +372,9 @@ export function constraintKey(c: Constraint): string {
         ...storageKey(c.storage),
       ]);
     case 'Check':
-      return JSON.stringify(['ck', c.expression.key]);
+      return JSON.stringify(['ck', c.expression.key, ...(c.noInherit === true ? ['no inherit'] : [])]);
+    case 'Exclusion':
+      return JSON.stringify(['ex', c.definition.key]);
     case 'ForeignKey':
       return JSON.stringify([
         'fk',

@@ -70,7 +70,7 @@ export function applyRenames(from: SchemaModel, to: SchemaModel): Renamed {
       name: tableName(t.schema, t.name),
       columns: t.columns.map((c): Column => ({ ...c, name: col(c.name) })),
       constraints: t.constraints.map((c): Constraint => {
-        if (c.kind === 'Check') return c;
+        if (c.kind === 'Check' || c.kind === 'Exclusion') return c;
         if (c.kind !== 'ForeignKey') return { ...c, columns: c.columns.map(col) };
         return {
           ...c,

@@ -68,7 +68,9 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
       case 'Unique':
         return `${named}UNIQUE${c.nullsNotDistinct ? ' NULLS NOT DISTINCT' : ''} (${cols(c.columns)})${withParams(c.storage)}${defer(c.deferrable, c.initiallyDeferred)}`;
       case 'Check':
-        return `${named}CHECK (${c.expression.text})`;
+        return `${named}CHECK (${c.expression.text})${c.noInherit === true ? ' NO INHERIT' : ''}`;
+      case 'Exclusion':
+        return `${named}${c.definition.text}`;
       case 'ForeignKey':
         return (
           `${named}FOREIGN KEY (${cols(c.columns)}) REFERENCES ${q(c.refSchema, c.refTable)} (${cols(c.refColumns)})` +

@@ -653,11 +653,6 @@ export class DesiredStateBuilder {
   }
 
   private addTableConstraint(t: TableDraft, c: AstNode, what: string): void {
-    if (c['contype'] === 'CONSTR_EXCLUSION') {
-      // The model cannot express it, so the table is left alone whole, as the inspector leaves it.
-      this.unmanagedRelation('table with exclusion constraint', t.schema, t.name);
-      return;
-    }
     t.constraints.push(this.constraint(c, undefined, what));
   }
 
@@ -696,14 +691,15 @@ export class DesiredStateBuilder {
           ...withParams(),
         };
       case 'CONSTR_CHECK':
-        if (c['is_no_inherit'] === true)
-          throw new DesiredStateError(`${what}: CHECK ... NO INHERIT is not supported`);
         return {
           kind: 'Check',
           ...named,
           expression: exprFromAst(c['raw_expr'], this.defaultSchema),
           ...(c['skip_validation'] === true ? { notValid: true } : {}),
+          ...(c['is_no_inherit'] === true ? { noInherit: true } : {}),
         };
+      case 'CONSTR_EXCLUSION':
+        return { kind: 'Exclusion', ...named, definition: exclusionDefinition(c, this.defaultSchema, what) };
       case 'CONSTR_FOREIGN': {
         refuseUnmanagedForeignKeyClauses(c, what);
         const ref = rel(c['pktable'], this.defaultSchema);
@@ -1458,6 +1454,41 @@ function statementLabel(s: ParsedStatement): string {
  * or plain unique index whose columns are all NOT NULL, which identifies a row just as well (Rails'
  * schema_migrations has only a unique index on version).
  */
+/**
+ * An exclusion constraint's clause, rendered and keyed. The deparser drops WITH (...) and DEFERRABLE from
+ * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
+ */
+function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
+  if (storageParameters(c['options'], false, what).length > 0)
+    throw new DesiredStateError(
+      `${what}: WITH (...) on an exclusion constraint is not supported; remove it, or manage the constraint with a migration`,
+    );
+  if (c['including'] !== undefined)
+    throw new DesiredStateError(`${what}: INCLUDE on an exclusion constraint is not supported; remove it`);
+  const {
+    conname: _n,
+    location: _l,
+    options: _o,
+    where_clause: where,
+    deferrable: _d,
+    initdeferred: _i,
+    initially_valid: _v,
+    ...body
+  } = c;
+  const method = String(c['access_method'] ?? 'btree');
+  const deferrable = c['deferrable'] === true;
+  const deferred = c['initdeferred'] === true;
+  const text =
+    deparseNode({ Constraint: { ...body, access_method: method } }) +
+    (where === undefined ? '' : ` WHERE (${deparseNode(where)})`) +
+    (deferrable ? ` DEFERRABLE${deferred ? ' INITIALLY DEFERRED' : ''}` : '');
+  const key = canonicalKey(
+    { ...body, access_method: method, where: where ?? null, deferrable, deferred },
+    ds,
+  );
+  return { text, key };
+}
+
 function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
   const pk = t.constraints.find((c) => c.kind === 'PrimaryKey');
   if (pk) return pk;

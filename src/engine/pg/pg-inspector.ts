@@ -290,12 +290,6 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       comment(`VIEW ${q}`, r['comment']);
       continue;
     }
-    if ((cons.get(oid) ?? []).some((con) => str(con['type']) === 'x')) {
-      // The model cannot express an exclusion constraint, so the whole table is left alone rather than
-      // half-managed (a plan would otherwise drop the constraint or the table).
-      unmanaged.push({ kind: 'Unmanaged', objectKind: 'table with exclusion constraint', schema, name });
-      continue;
-    }
     const elements: string[] = [];
     for (const col of cols.get(oid) ?? []) {
       const cq = quoteIdent(str(col['name']));
