@@ -11,6 +11,7 @@ commands:
   schema      inspect, plan, apply and drift a declared schema
   migrations  versioned migrations: new, hash, validate, status, up, baseline, repair, set
   oci         registry artifacts: resolve, inspect, verify (schema|migrations push|pull publish them)
+  git         a Git source: resolve a ref to a commit and content digest, pull a recorded commit
 
 The database URL comes from --url or the PTAH_DB_URL environment variable.
 'ptah --version' prints the version.
@@ -31,6 +32,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return await (await import('./migrations-command.ts')).runMigrationsCommand(rest);
     case 'oci':
       return await (await import('./oci-command.ts')).runOciCommand(rest);
+    case 'git':
+      return await (await import('./git-command.ts')).runGitCommand(rest);
     case '--version':
     case 'version':
       process.stdout.write(`ptah ${VERSION}\n`);
