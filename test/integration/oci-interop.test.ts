@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -445,6 +446,133 @@ test('cosign signatures (key pair, no transparency log) are verified cryptograph
     assert.equal(strictRun.code, EXIT.refused);
     assert.deepEqual(rules(strictRun.outcome), ['digest-pin', 'required-annotation']);
     assert.deepEqual(strictRun.outcome.signers, ['release-2026']);
+  } finally {
+    await tearDown(s);
+  }
+});
+
+test('Sigstore bundles that cosign attaches as referrers (--new-bundle-format) are verified against the policy keys', async () => {
+  const s = await setUp();
+  try {
+    const cosignEnv = {
+      ...process.env,
+      HOME: s.dir,
+      DOCKER_CONFIG: s.dockerConfigDir,
+      COSIGN_PASSWORD: 'test-key-password',
+      COSIGN_YES: 'true',
+    };
+    const cosign = (args: string[]) => run(s.tools.cosign, args, { env: cosignEnv, cwd: s.dir });
+    await cosign(['generate-key-pair', '--output-key-prefix', 'release']);
+    await cosign(['generate-key-pair', '--output-key-prefix', 'other']);
+    const src = join(s.dir, 'src');
+    writeTree(src, schemaFiles);
+    const pushed = await ptah([
+      'schema',
+      'push',
+      `${s.registry.host}/app/bundled:v1`,
+      src,
+      ...registryFlags(s),
+      '--json',
+    ]);
+    assert.equal(pushed.code, 0, pushed.stderr);
+    const artifact = (
+      JSON.parse(pushed.stdout) as { artifact: { resolvedReference: string; digest: string } }
+    ).artifact;
+    await cosign([
+      'sign',
+      '--new-bundle-format',
+      '--key',
+      join(s.dir, 'release.key'),
+      '--tlog-upload=false',
+      '--registry-cacert',
+      s.caFile,
+      artifact.resolvedReference,
+    ]);
+
+    // This registry has no referrers API: cosign wrote the sha256-<hex> index, and ptah read it.
+    const inspected = await ptah([
+      'oci',
+      'inspect',
+      artifact.resolvedReference,
+      ...registryFlags(s),
+      '--json',
+    ]);
+    assert.equal(inspected.code, 0, inspected.stderr);
+    const view = JSON.parse(inspected.stdout) as {
+      referrersVia: string;
+      referrers: unknown[];
+      signatureTag: string | null;
+    };
+    assert.equal(view.referrersVia, 'tag');
+    assert.equal(view.referrers.length, 1);
+    assert.equal(view.signatureTag, null);
+
+    const trusted = policyFile(s, 'trusted', {
+      'release-2026': readFileSync(join(s.dir, 'release.pub'), 'utf8'),
+    });
+    const ok = await verify(s, artifact.resolvedReference, trusted);
+    assert.equal(ok.code, EXIT.ok, JSON.stringify(ok.outcome.findings));
+    assert.deepEqual(ok.outcome.signers, ['release-2026']);
+
+    const other = await verify(
+      s,
+      artifact.resolvedReference,
+      policyFile(s, 'other', { 'someone-else': readFileSync(join(s.dir, 'other.pub'), 'utf8') }),
+    );
+    assert.equal(other.code, EXIT.refused);
+    assert.deepEqual(rules(other.outcome), ['signature-untrusted', 'signer-count']);
+
+    // A genuine bundle over another artifact, re-attached to this one: a referrer manifest naming this
+    // artifact as its subject, carrying the bundle cosign made for v2, listed in this artifact's index.
+    writeFileSync(join(src, 'extra', 'v2.sql'), 'select 2;\n');
+    const v2 = await ptah([
+      'schema',
+      'push',
+      `${s.registry.host}/app/bundled:v2`,
+      src,
+      ...registryFlags(s),
+      '--json',
+    ]);
+    const second = (JSON.parse(v2.stdout) as { artifact: { resolvedReference: string; digest: string } })
+      .artifact;
+    await cosign([
+      'sign',
+      '--new-bundle-format',
+      '--key',
+      join(s.dir, 'release.key'),
+      '--tlog-upload=false',
+      '--registry-cacert',
+      s.caFile,
+      second.resolvedReference,
+    ]);
+    const client = new RegistryClient(access(s));
+    const ref = parseReference(artifact.resolvedReference);
+    const [secondEntry] = (await client.referrers(ref, second.digest)).descriptors;
+    const secondReferrer = await client.getManifest(ref, secondEntry!.digest);
+    const moved = JSON.parse(Buffer.from(secondReferrer.bytes).toString('utf8')) as {
+      subject: { digest: string; size: number };
+    };
+    const own = await client.getManifest(ref, artifact.digest);
+    moved.subject = { ...moved.subject, digest: artifact.digest, size: own.bytes.length };
+    const movedBytes = Buffer.from(JSON.stringify(moved));
+    const movedDigest = await client.putManifest(
+      ref,
+      `sha256:${createHash('sha256').update(movedBytes).digest('hex')}`,
+      movedBytes,
+      secondReferrer.mediaType,
+    );
+    const indexTag = artifact.digest.replace(':', '-');
+    const index = await client.getManifest(ref, indexTag);
+    const indexDoc = JSON.parse(Buffer.from(index.bytes).toString('utf8')) as { manifests: unknown[] };
+    indexDoc.manifests = [{ ...secondEntry, digest: movedDigest, size: movedBytes.length }];
+    await client.putManifest(ref, indexTag, Buffer.from(JSON.stringify(indexDoc)), index.mediaType);
+    const covered = await verify(s, artifact.resolvedReference, trusted);
+    assert.equal(covered.code, EXIT.refused);
+    assert.deepEqual(rules(covered.outcome), ['signature-digest', 'signer-count']);
+    assert.match(
+      covered.outcome.findings.find((f) => f.rule === 'signature-digest')!.message,
+      new RegExp(second.digest),
+    );
   } finally {
     await tearDown(s);
   }

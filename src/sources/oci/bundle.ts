@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { RegistryClient } from './client.ts';
 import { keyThatSigned } from './cosign.ts';
+import { artifactTypeOf, MEDIA_TYPE } from './manifest.ts';
 import type { PolicyKey } from './policy.ts';
 import type { ArtifactReference } from './reference.ts';
 import type { VerificationFinding } from './verify.ts';
@@ -41,16 +42,31 @@ export async function checkBundleReferrers(
   const signers: string[] = [];
   const findings: VerificationFinding[] = [];
   let examined = 0;
+  let fetched = 0;
   if (budget <= 0) return { examined, signers, findings };
   const { descriptors } = await client.referrers(ref, digest, undefined, signal);
   const manifestBytes = (await client.getManifest(ref, digest, signal)).bytes;
   for (const d of descriptors) {
     if (examined >= budget) break;
-    if (d.artifactType === undefined || !BUNDLE_ARTIFACT_TYPES.includes(d.artifactType)) continue;
+    // go-containerregistry (cosign) writes the config's media type, the empty one, as the entry's
+    // artifactType in the fallback index; the referrer manifest itself names the bundle type.
+    if (
+      d.artifactType !== undefined &&
+      d.artifactType !== MEDIA_TYPE.ociEmpty &&
+      !BUNDLE_ARTIFACT_TYPES.includes(d.artifactType)
+    )
+      continue;
+    // Each candidate costs a manifest read: bounded like the signatures themselves.
+    if (++fetched > budget) break;
+    const referrer = await client.getManifest(ref, d.digest, signal);
+    if (
+      referrer.manifest.kind !== 'manifest' ||
+      !BUNDLE_ARTIFACT_TYPES.includes(artifactTypeOf(referrer.manifest))
+    )
+      continue;
     examined++;
     const where = `Sigstore bundle ${d.digest}`;
-    const referrer = await client.getManifest(ref, d.digest, signal);
-    const layer = referrer.manifest.kind === 'manifest' ? referrer.manifest.layers[0] : undefined;
+    const layer = referrer.manifest.layers[0];
     const subject = referrer.manifest.subject?.digest;
     let check: BundleVerdict;
     if (layer === undefined) check = { verdict: 'malformed', why: 'its manifest has no layer' };
