@@ -327,13 +327,25 @@ export const verification = object({
   policyName: objectName('The policy ConfigMap.'),
   policyUID: uid('Its UID: another ConfigMap of that name retires plans.'),
   policyDigest: digest('SHA-256 of its bytes (the canonical JSON of its data).'),
-  verifiedAt: timestamp('When Verify found the artifact satisfies it.'),
+  verifiedAt: timestamp('When Verify last evaluated the artifact against it.'),
   signers: optional(
     array(string({ maxLength: 128 }), {
       description: 'The policy keys whose signatures verified.',
       maxItems: 16,
       listType: 'atomic',
     }),
+  ),
+  refused: optional(
+    object(
+      {
+        rule: string({ pattern: '^[a-z][a-z0-9-]*$', maxLength: 64 }),
+        message: string({ maxLength: 512 }),
+      },
+      {
+        description:
+          'Set when the policy refused the artifact: the first finding. Nothing runs from it; the interval reads again.',
+      },
+    ),
   ),
 });
 export type Verification = Infer<typeof verification>;

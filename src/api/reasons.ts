@@ -10,6 +10,18 @@ export const REASONS = {
   SourceNotFound: 'SourceNotFound',
   SourceKeyNotFound: 'SourceKeyNotFound',
   SourceTooLarge: 'SourceTooLarge',
+  DigestPinned: 'DigestPinned',
+  RefreshFailed: 'RefreshFailed',
+  // ArtifactVerified
+  PolicySatisfied: 'PolicySatisfied',
+  PolicyRefused: 'PolicyRefused',
+  PolicyNotFound: 'PolicyNotFound',
+  PolicyMutable: 'PolicyMutable',
+  PolicyInvalid: 'PolicyInvalid',
+  VerifyFailed: 'VerifyFailed',
+  ArtifactFetchFailed: 'ArtifactFetchFailed',
+  // PlanReady and InSync while the source cannot be read
+  SourceFreshnessUnknown: 'SourceFreshnessUnknown',
   // EngineSupported
   SupportedEngine: 'SupportedEngine',
   UnsupportedEngine: 'UnsupportedEngine',

@@ -45,7 +45,9 @@ export interface ManagerOptions {
 
 type Watched = k8s.KubernetesObject;
 /** Only what routing an event needs; the reconciler reads the full objects itself. */
-type WatchedSchema = Watched & { spec?: { desired?: { configMap?: { name?: string } } } };
+type WatchedSchema = Watched & {
+  spec?: { desired?: { configMap?: { name?: string } }; verificationPolicyFrom?: { name?: string } };
+};
 type WatchedApproval = Watched & { spec?: { schemaRef?: { name?: string } } };
 type WatchedMigrationDecision = Watched & { spec?: { migrationRef?: { name?: string } } };
 
@@ -280,11 +282,18 @@ export class Manager {
         // Our own snapshots and chunks are written by us; a source edit is what matters, read at once.
         if (cm.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) return;
         const ns = cm.metadata?.namespace;
+        // A verification policy replaced in the cluster is read at once too: it retires the plans under it.
+        const name = cm.metadata?.name;
+        if (name === undefined) return;
+        const names = (r: WatchedSchema) => [
+          r.spec?.desired?.configMap?.name,
+          r.spec?.verificationPolicyFrom?.name,
+        ];
         for (const s of schemas.list(ns)) {
-          if (s.spec?.desired?.configMap?.name === cm.metadata?.name) queue.add(keyOf(s));
+          if (names(s).includes(name)) queue.add(keyOf(s));
         }
         for (const m of migrations.list(ns)) {
-          if (m.spec?.desired?.configMap?.name === cm.metadata?.name)
+          if (names(m).includes(name))
             queue.add(migrationKey(m.metadata?.namespace ?? '', m.metadata?.name ?? ''));
         }
       });

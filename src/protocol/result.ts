@@ -19,6 +19,10 @@ export const RUNNER_OPERATIONS = [
   'migration-history',
   'migration-apply',
   'check-snapshot',
+  'resolve',
+  'verify',
+  'guard-oci-source',
+  'fetch-oci',
 ] as const;
 export type RunnerOperation = (typeof RUNNER_OPERATIONS)[number];
 
@@ -215,6 +219,42 @@ export interface MigrationApplyOutputs {
   };
 }
 
+/** What Resolve read from the registry: the digest behind the requested reference, and what it names. */
+export interface ArtifactOutputs {
+  readonly requestedReference: string;
+  /** `repository@sha256:<hex>`: what every later operation fetches. */
+  readonly resolvedReference: string;
+  readonly digest: string;
+  readonly mediaType: string;
+  readonly artifactType: string;
+  readonly size: number;
+}
+
+/** At most this many findings cross the boundary, each message at most MAX_FINDING_MESSAGE bytes. */
+export const MAX_VERIFICATION_FINDINGS = 16;
+export const MAX_FINDING_MESSAGE = 256;
+
+/** What Verify found: the policy's verdict, and the artifact type it read from the pinned manifest itself. */
+export interface VerificationOutputs {
+  readonly satisfied: boolean;
+  /** The digest of the policy bytes the runner evaluated (it refuses bytes that do not give the claimed one). */
+  readonly policyDigest: string;
+  /** The pinned artifact's digest, as the registry served it. */
+  readonly digest: string;
+  /** Read from the manifest independently of the policy evaluation. */
+  readonly inspectedArtifactType: string;
+  readonly findings: readonly { readonly rule: string; readonly message: string }[];
+  /** The policy keys whose signatures verified. */
+  readonly signers: readonly string[];
+}
+
+/** What an OCI fetch init container wrote: the pinned artifact's files, by digest. */
+export interface FetchOutputs {
+  readonly digest: string;
+  readonly contentDigest: string;
+  readonly files: number;
+}
+
 export interface RunnerOutputs {
   readonly drift?: DriftSummary;
   readonly plan?: PlanOutputs;
@@ -222,6 +262,9 @@ export interface RunnerOutputs {
   readonly snapshot?: SnapshotOutputs;
   readonly history?: MigrationHistoryOutputs;
   readonly migrationApply?: MigrationApplyOutputs;
+  readonly artifact?: ArtifactOutputs;
+  readonly verification?: VerificationOutputs;
+  readonly fetch?: FetchOutputs;
 }
 
 export interface OutputTruncation {

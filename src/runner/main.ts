@@ -15,7 +15,14 @@ import type { FailureCause } from '../protocol/cause.ts';
 import { migrationApply } from './migration-apply.ts';
 import { migrationHistory } from './migration-history.ts';
 import { observe } from './observe.ts';
-import { RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
+import { refused, RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
+import {
+  compileOciOptions,
+  isOciCommand,
+  OciOptionsError,
+  registrySecrets,
+  runOciCommand,
+} from './oci-source.ts';
 import {
   compileRunnerOptions,
   operationIdOf,
@@ -52,7 +59,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
   const now = io.now ?? (() => new Date());
   const startedAt = now();
   // Built before anything else, so even an options error is printed through it.
-  const redactor = createRedactor([env['PTAH_DB_URL'], env['PTAH_DEV_URL'], env['PTAH_DEV_DB_URL']]);
+  let redactor = createRedactor([env['PTAH_DB_URL'], env['PTAH_DEV_URL'], env['PTAH_DEV_DB_URL']]);
   const say = (line: string): void =>
     io.writeStderr(neutraliseMarkers(redactor.redact(`ptah-runner: ${line}`)) + '\n');
 
@@ -66,19 +73,31 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
   const progress = { childStarted: false };
 
   try {
-    const options = compileRunnerOptions(argv, env, startedAt);
-    operation = options.mode === 'check-snapshot' ? 'check-snapshot' : options.operation;
-    operationId = options.operationId;
-    terminationPath = options.terminationMessagePath;
-    if (options.mode === 'check-snapshot') {
-      report = checkSnapshot(options, say);
+    if (isOciCommand(argv[0])) {
+      // A registry command: no database URL anywhere; the registry's own secrets are what to redact.
+      operation = argv[0];
+      const oci = compileOciOptions(argv, env);
+      operationId = operationIdOf(env);
+      redactor = createRedactor([], registrySecrets(oci));
+      report = await runOciCommand(oci, say, io.signal);
     } else {
-      target = targetReport(options.databaseUrl);
-      report = await runOperation(options, env, redactor, io, say, truncation, progress);
+      const options = compileRunnerOptions(argv, env, startedAt);
+      operation = options.mode === 'check-snapshot' ? 'check-snapshot' : options.operation;
+      operationId = options.operationId;
+      terminationPath = options.terminationMessagePath;
+      if (options.mode === 'check-snapshot') {
+        report = checkSnapshot(options, say);
+      } else {
+        target = targetReport(options.databaseUrl);
+        report = await runOperation(options, env, redactor, io, say, truncation, progress);
+      }
     }
   } catch (error) {
     operation ??= guessOperation(argv, env);
-    if (error instanceof RunnerOptionsError) {
+    if (error instanceof OciOptionsError) {
+      say(`refused: ${error.message}`);
+      report = refused(error.code, error.message);
+    } else if (error instanceof RunnerOptionsError) {
       say(`refused: ${error.message}`);
       report = {
         outcome: 'refused',
@@ -274,6 +293,7 @@ function snake(reason: string): string {
 
 function guessOperation(argv: readonly string[], env: Env): RunnerOperation | undefined {
   if (argv[0] === 'check-snapshot') return 'check-snapshot';
+  if (isOciCommand(argv[0])) return argv[0];
   const i = argv.indexOf('--operation');
   const fromArgs =
     i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--operation='))?.slice('--operation='.length);

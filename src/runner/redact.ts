@@ -23,8 +23,12 @@ export interface Redactor {
   leaks(text: string | Uint8Array, minLength?: number): boolean;
 }
 
-export function createRedactor(urls: readonly (string | undefined)[]): Redactor {
-  const secrets = new Set<string>();
+export function createRedactor(
+  urls: readonly (string | undefined)[],
+  /** Other credentials (a registry password, a token), redacted in every escaped spelling. */
+  plainSecrets: readonly string[] = [],
+): Redactor {
+  const secrets = new Set<string>(withEscapes(plainSecrets.filter((s) => s !== '')));
   // A whole URL is replaced by its credential-free spelling, so diagnostics still say which database.
   const wholeUrls = new Map<string, string>();
   for (const url of urls) {

@@ -37,7 +37,12 @@ interface ObjectRef {
  * `sha256:<hex>` strings status stores.
  */
 export interface OperationInputs {
-  readonly contentDigest: string;
+  /** The source content the operation is bound to; a Resolve has none yet. */
+  readonly contentDigest?: string;
+  /** An OCI source: the reference read (requested for Resolve, digest-pinned after). */
+  readonly artifactReference?: string;
+  /** An OCI source: the verification policy a Verify evaluates, or the one the read's artifact satisfied. */
+  readonly verificationPolicy?: { readonly name: string; readonly uid: string; readonly digest: string };
   /** The immutable snapshot the Job mounts. */
   readonly snapshotName?: string;
   /** The source ConfigMap read: another ConfigMap of the same name is another source. */
@@ -68,6 +73,16 @@ export function inputsFingerprint(
     contentDigest: inputs.contentDigest,
     snapshotName: inputs.snapshotName,
     configMapUID: inputs.configMapUID,
+    // Absent for a ConfigMap source, so its fingerprints stay what they were.
+    artifactReference: inputs.artifactReference,
+    verificationPolicy:
+      inputs.verificationPolicy === undefined
+        ? undefined
+        : {
+            name: inputs.verificationPolicy.name,
+            uid: inputs.verificationPolicy.uid,
+            digest: inputs.verificationPolicy.digest,
+          },
     coordinationDigest: inputs.coordinationDigest,
     policyFingerprint: inputs.policyFingerprint,
     executionBinding: {
@@ -166,8 +181,18 @@ export function buildClaim<T extends AnyOperationType = OperationType>(
     attempt: request.attempt,
     generation: request.generation,
     startedAt,
-    contentDigest: inputs.contentDigest,
+    ...(inputs.contentDigest === undefined ? {} : { contentDigest: inputs.contentDigest }),
     ...(inputs.snapshotName === undefined ? {} : { snapshotName: inputs.snapshotName }),
+    ...(inputs.artifactReference === undefined ? {} : { artifactReference: inputs.artifactReference }),
+    ...(inputs.verificationPolicy === undefined
+      ? {}
+      : {
+          verificationPolicy: {
+            name: inputs.verificationPolicy.name,
+            uid: inputs.verificationPolicy.uid,
+            digest: inputs.verificationPolicy.digest,
+          },
+        }),
     ...(inputs.planRef === undefined
       ? {}
       : { planRef: { name: inputs.planRef.name, uid: inputs.planRef.uid } }),

@@ -6,9 +6,10 @@
 import type { CoreV1Api, V1Job, V1Pod } from '@kubernetes/client-node';
 import { acceptFrame, decodeFrame } from '../../protocol/frame.ts';
 import type { RunnerOperation, RunnerResult } from '../../protocol/result.ts';
-import type { OperationClaim } from '../claims/claim.ts';
+import type { AnyOperationType, OperationClaim } from '../claims/claim.ts';
 import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from './operation-job.ts';
 import { jobPods } from '../runtime/kube.ts';
+import { FETCH_CONTAINER, GUARD_CONTAINER } from './oci-job-source.ts';
 
 /** What the harvest needs of a claim, whichever family made it. */
 type Claim = Pick<OperationClaim, 'type' | 'jobName' | 'operationId' | 'jobUID'>;
@@ -31,6 +32,12 @@ export type Harvest =
   | { readonly kind: 'accepted'; readonly result: RunnerResult }
   /** The snapshot-check init container refused; the failing file is named, never its content. */
   | { readonly kind: 'snapshot-refused'; readonly file?: string }
+  /**
+   * An OCI source's guard or fetch init container stopped the Pod before the operation container started:
+   * which one, and the runner's error code from its termination summary (`registry_grant_mismatch`,
+   * `unreachable`, `digest_mismatch` …), never a message.
+   */
+  | { readonly kind: 'source-refused'; readonly container: string; readonly code?: string }
   /** A frame that is corrupt, for another claim, or absent from a finished container. */
   | { readonly kind: 'refused'; readonly message: string }
   /** The log could not be read right now (API error); try again shortly. */
@@ -68,20 +75,41 @@ const SUMMARY_MARKER = 'PTAH_RUNNER_SUMMARY_V1 ';
 
 /** The failing file the snapshot check names in its termination summary, if it names one. */
 export function failingFileOf(message: string | undefined): string | undefined {
+  const file = summaryField(message, 'failingFile');
+  return file?.slice(0, 256);
+}
+
+/** The runner's error code in a termination summary, when it is one (a fixed vocabulary, never text). */
+export function errorCodeOf(message: string | undefined): string | undefined {
+  const code = summaryField(message, 'errorCode');
+  return code !== undefined && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+}
+
+function summaryField(message: string | undefined, field: string): string | undefined {
   if (message === undefined) return undefined;
   const line = message.split('\n').find((l) => l.startsWith(SUMMARY_MARKER));
   if (line === undefined) return undefined;
   try {
-    const parsed = JSON.parse(line.slice(SUMMARY_MARKER.length)) as { failingFile?: unknown };
-    return typeof parsed.failingFile === 'string' ? parsed.failingFile.slice(0, 256) : undefined;
+    const parsed = JSON.parse(line.slice(SUMMARY_MARKER.length)) as Record<string, unknown>;
+    const value = parsed[field];
+    return typeof value === 'string' ? value : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** The runner operation a schema claim runs; a migration's reconciler names its own. */
+const RUNNER_OPERATION_OF: Readonly<Record<AnyOperationType, RunnerOperation>> = {
+  Resolve: 'resolve',
+  Verify: 'verify',
+  Observe: 'observe',
+  Plan: 'plan',
+  Apply: 'apply',
+  History: 'migration-history',
+};
+
+/** The runner operation a claim runs; a migration's Apply is `migration-apply`, which its reconciler names. */
 export function runnerOperation(claim: Claim): RunnerOperation {
-  return claim.type === 'Observe' ? 'observe' : claim.type === 'Plan' ? 'plan' : 'apply';
+  return RUNNER_OPERATION_OF[claim.type];
 }
 
 /** Judges one Pod and its main container's log (undefined when the log could not be read). */
@@ -96,6 +124,14 @@ export function harvestPod(
   if (initExit !== undefined && initExit !== 0) {
     const file = failingFileOf(init?.state?.terminated?.message);
     return { kind: 'snapshot-refused', ...(file !== undefined ? { file } : {}) };
+  }
+  for (const name of [GUARD_CONTAINER, FETCH_CONTAINER]) {
+    const source = pod.status?.initContainerStatuses?.find((c) => c.name === name);
+    const terminated = source?.state?.terminated;
+    if (terminated !== undefined && terminated.exitCode !== 0 && terminated.reason !== 'OOMKilled') {
+      const code = errorCodeOf(terminated.message);
+      return { kind: 'source-refused', container: name, ...(code !== undefined ? { code } : {}) };
+    }
   }
   const main = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);
   // Killed by the node for its memory: whatever the log holds was cut off mid-run.

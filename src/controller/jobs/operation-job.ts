@@ -11,16 +11,34 @@
  * - activeDeadlineSeconds on the Job and the Pod;
  * - an init container checks the snapshot against the content digest the operation is bound to and copies
  *   the files; it holds no credential, and a refusal stops the Pod before the container with the URL starts;
+ * - for an OCI source, two init containers instead (`oci-job-source.ts`): the credential-free authority
+ *   guard, then the fetch with the registry credential; the container with the URL mounts only the fetched
+ *   files, read-only, and never the registry Secret. Resolve and Verify hold the registry credential and no
+ *   database credential at all;
  * - the main container runs `ptah-runner`, which reads the URL from PTAH_DB_URL (a secretKeyRef): env only,
  *   never argv;
  * - the annotation envelope names the claim and the manager that built the Job; the owner reference ties it
  *   to the resource, so deleting the resource collects it.
  */
-import type { V1Job, V1EnvVar, V1Volume, V1VolumeMount, V1SecurityContext } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1Job,
+  V1EnvVar,
+  V1Volume,
+  V1VolumeMount,
+  V1SecurityContext,
+} from '@kubernetes/client-node';
 import { API_GROUP, LABELS, MANAGED_BY } from '../../api/meta.ts';
 import type { Claim } from '../../api/ptah-schema.ts';
 import type { MigrationClaim, TransactionMode } from '../../api/ptah-migration.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerOperation } from '../../protocol/result.ts';
+import {
+  artifactContainer,
+  ociSourceParts,
+  OCI_SOURCE_DIR,
+  type ArtifactJobSource,
+  type OciJobSource,
+} from './oci-job-source.ts';
 
 export const OPERATION_COMPONENT = 'schema-operation';
 export const MIGRATION_OPERATION_COMPONENT = 'migration-operation';
@@ -75,6 +93,8 @@ export interface SchemaJobInput {
     readonly targetIdentityDigest: string;
     readonly chunks: readonly PlanChunkMount[];
   };
+  /** An OCI source: Observe and Plan fetch the pinned artifact the claim names instead of a snapshot. */
+  readonly oci?: OciJobSource;
   readonly manager: ManagerIdentity;
   readonly now: Date;
 }
@@ -103,9 +123,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
   }
   if (operation === 'apply' && input.plan === undefined)
     throw new Error('an apply Job needs the plan chunks');
-  if (operation !== 'apply' && (claim.snapshotName === undefined || claim.contentDigest === undefined)) {
-    throw new Error(`a ${operation} Job needs the snapshot and the content digest it is bound to`);
-  }
+  const source = sourceOf(operation !== 'apply', claim, input.oci, SCHEMA_DIR);
 
   const volumes: V1Volume[] = [];
   const mainMounts: V1VolumeMount[] = [];
@@ -133,13 +151,12 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
     ownerLabel: LABELS.schema,
     operationLabel: operation,
     runnerOperation: operation,
-    engine: input.engine,
-    urlFrom: input.urlFrom,
+    database: { engine: input.engine, urlFrom: input.urlFrom },
     activeDeadlineSeconds: input.activeDeadlineSeconds,
     manager: input.manager,
     now: input.now,
-    // An Apply reads the plan chunks, not the snapshot.
-    ...(operation !== 'apply' ? { snapshotOut: SCHEMA_DIR } : {}),
+    // An Apply reads the plan chunks, not the source.
+    ...(source !== undefined ? { source } : {}),
     extraAnnotations:
       input.plan !== undefined
         ? {
@@ -150,7 +167,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
     extraVolumes: volumes,
     extraMounts: mainMounts,
     env: [
-      { name: 'PTAH_SCHEMA_DIR', value: SCHEMA_DIR },
+      { name: 'PTAH_SCHEMA_DIR', value: source?.kind === 'oci' ? OCI_SOURCE_DIR : SCHEMA_DIR },
       { name: 'PTAH_WORK_DIR', value: WORK_DIR },
       { name: 'PTAH_EXCLUDE', value: JSON.stringify([...input.exclude].sort()) },
       { name: 'PTAH_PROTECTED_TABLES', value: JSON.stringify([...input.protectedTables].sort()) },
@@ -191,6 +208,8 @@ export interface MigrationJobInput {
     readonly transactionMode: TransactionMode;
     readonly lockTimeoutSeconds: number;
   };
+  /** An OCI source: History and Apply fetch the pinned migration directory the claim names. */
+  readonly oci?: OciJobSource;
   readonly manager: ManagerIdentity;
   readonly now: Date;
 }
@@ -204,9 +223,7 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
   if (claim.type !== 'History' && claim.type !== 'Apply') {
     throw new Error(`a migration Job runs History or Apply, not ${claim.type}`);
   }
-  if (claim.snapshotName === undefined || claim.contentDigest === undefined) {
-    throw new Error('a migration Job needs the snapshot and the content digest it is bound to');
-  }
+  const source = sourceOf(true, claim, input.oci, MIGRATIONS_DIR)!;
   if (claim.type === 'Apply' && input.plan === undefined) throw new Error('a migration apply needs its plan');
   const operation = claim.type === 'History' ? 'history' : 'apply';
   const plan = claim.type === 'Apply' ? input.plan : undefined;
@@ -217,17 +234,16 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
     ownerLabel: LABELS.migration,
     operationLabel: operation,
     runnerOperation: operation === 'history' ? 'migration-history' : 'migration-apply',
-    engine: input.engine,
-    urlFrom: input.urlFrom,
+    database: { engine: input.engine, urlFrom: input.urlFrom },
     activeDeadlineSeconds: input.activeDeadlineSeconds,
     manager: input.manager,
     now: input.now,
-    snapshotOut: MIGRATIONS_DIR,
+    source,
     extraAnnotations: plan !== undefined ? { [ANNOTATIONS.planFingerprint]: plan.fingerprint } : {},
     extraVolumes: [],
     extraMounts: [],
     env: [
-      { name: 'PTAH_MIGRATIONS_DIR', value: MIGRATIONS_DIR },
+      { name: 'PTAH_MIGRATIONS_DIR', value: source.kind === 'oci' ? OCI_SOURCE_DIR : MIGRATIONS_DIR },
       { name: 'PTAH_WORK_DIR', value: WORK_DIR },
       executionNotAfter(input.now, input.activeDeadlineSeconds),
       ...(plan !== undefined
@@ -248,6 +264,78 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
   });
 }
 
+export interface ArtifactJobInput {
+  readonly owner: {
+    readonly kind: 'PtahSchema' | 'PtahMigration';
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+  };
+  /** A Resolve or Verify claim of either family; `artifactReference` names what it reads. */
+  readonly claim: Pick<
+    Claim,
+    'operationId' | 'inputsFingerprint' | 'jobName' | 'contentDigest' | 'snapshotName' | 'artifactReference'
+  > & { readonly type: string };
+  readonly source: ArtifactJobSource;
+  readonly activeDeadlineSeconds: number;
+  readonly manager: ManagerIdentity;
+  readonly now: Date;
+}
+
+/**
+ * Resolve or Verify, for either family: the registry credential and no database credential. The main
+ * container runs `ptah-runner resolve|verify`; a Verify carries the policy bytes it evaluates.
+ */
+export function buildArtifactJob(input: ArtifactJobInput): V1Job {
+  const { claim } = input;
+  if (claim.type !== 'Resolve' && claim.type !== 'Verify') {
+    throw new Error(`an artifact Job runs Resolve or Verify, not ${claim.type}`);
+  }
+  if (claim.artifactReference === undefined) throw new Error('an artifact Job needs the reference it reads');
+  const schema = input.owner.kind === 'PtahSchema';
+  const operation = claim.type === 'Resolve' ? 'resolve' : 'verify';
+  const main = artifactContainer(operation, claim.artifactReference, input.source);
+  return operationJob({
+    owner: input.owner,
+    claim,
+    component: schema ? OPERATION_COMPONENT : MIGRATION_OPERATION_COMPONENT,
+    ownerLabel: schema ? LABELS.schema : LABELS.migration,
+    operationLabel: operation,
+    runnerOperation: operation,
+    activeDeadlineSeconds: input.activeDeadlineSeconds,
+    manager: input.manager,
+    now: input.now,
+    mainArgs: main.args,
+    extraAnnotations: {},
+    extraVolumes: main.volumes,
+    extraMounts: main.mounts,
+    env: main.env,
+  });
+}
+
+type JobSource =
+  { readonly kind: 'snapshot'; readonly out: string } | (OciJobSource & { readonly kind: 'oci' });
+
+/** What an operation reads its files from: the checked snapshot, or the pinned artifact the claim names. */
+function sourceOf(
+  readsFiles: boolean,
+  claim: Pick<Claim, 'snapshotName' | 'contentDigest' | 'artifactReference'> & { readonly type: string },
+  oci: OciJobSource | undefined,
+  out: string,
+): JobSource | undefined {
+  if (!readsFiles) return undefined;
+  if (oci !== undefined) {
+    if (claim.artifactReference === undefined || claim.contentDigest === undefined) {
+      throw new Error(`a ${claim.type} Job needs the pinned artifact and the digest it is bound to`);
+    }
+    return { kind: 'oci', ...oci };
+  }
+  if (claim.snapshotName === undefined || claim.contentDigest === undefined) {
+    throw new Error(`a ${claim.type} Job needs the snapshot and the content digest it is bound to`);
+  }
+  return { kind: 'snapshot', out };
+}
+
 /** The instant after which the runner stops its child: the deadline counted from when the Job is built. */
 function executionNotAfter(now: Date, activeDeadlineSeconds: number): V1EnvVar {
   return {
@@ -265,20 +353,25 @@ interface OperationJobParts {
   };
   readonly claim: Pick<
     Claim,
-    'operationId' | 'inputsFingerprint' | 'jobName' | 'contentDigest' | 'snapshotName'
+    'operationId' | 'inputsFingerprint' | 'jobName' | 'contentDigest' | 'snapshotName' | 'artifactReference'
   >;
   readonly component: string;
   /** The label naming the owning resource, by family. */
   readonly ownerLabel: string;
   readonly operationLabel: string;
   readonly runnerOperation: RunnerOperation;
-  readonly engine: 'postgres' | 'mysql';
-  readonly urlFrom: { readonly name: string; readonly key: string };
+  /** The database the operation reads or changes; absent for Resolve and Verify, which touch none. */
+  readonly database?: {
+    readonly engine: 'postgres' | 'mysql';
+    readonly urlFrom: { readonly name: string; readonly key: string };
+  };
   readonly activeDeadlineSeconds: number;
   readonly manager: ManagerIdentity;
   readonly now: Date;
-  /** Where the checked snapshot is copied; absent, the Pod mounts no snapshot. */
-  readonly snapshotOut?: string;
+  /** Where the files come from; absent, the Pod mounts no source (an Apply, a Resolve, a Verify). */
+  readonly source?: JobSource;
+  /** The main container's arguments, when not `run --operation <op>`. */
+  readonly mainArgs?: readonly string[];
   readonly extraAnnotations: Readonly<Record<string, string>>;
   readonly extraVolumes: readonly V1Volume[];
   readonly extraMounts: readonly V1VolumeMount[];
@@ -320,9 +413,21 @@ function operationJob(parts: OperationJobParts): V1Job {
 
   const volumes: V1Volume[] = [{ name: 'work', emptyDir: { medium: 'Memory', sizeLimit: '128Mi' } }];
   const mainMounts: V1VolumeMount[] = [{ name: 'work', mountPath: POD_PATHS.work }];
-  const initContainers = [];
+  const initContainers: V1Container[] = [];
 
-  if (parts.snapshotOut !== undefined) {
+  if (parts.source?.kind === 'oci') {
+    const oci = ociSourceParts(
+      claim.artifactReference!,
+      parts.source,
+      hardened,
+      claim.operationId,
+      parts.manager.runnerImage,
+    );
+    volumes.push(...oci.volumes);
+    initContainers.push(...oci.initContainers);
+    mainMounts.push(oci.mainMount);
+  }
+  if (parts.source?.kind === 'snapshot') {
     volumes.push({ name: 'snapshot', configMap: { name: claim.snapshotName!, defaultMode: 0o444 } });
     initContainers.push({
       name: SNAPSHOT_CHECK_CONTAINER,
@@ -334,7 +439,7 @@ function operationJob(parts: OperationJobParts): V1Job {
         '--digest',
         claim.contentDigest!,
         '--out',
-        parts.snapshotOut,
+        parts.source.out,
       ],
       env: [{ name: 'PTAH_OPERATION_ID', value: claim.operationId }],
       volumeMounts: [
@@ -353,12 +458,22 @@ function operationJob(parts: OperationJobParts): V1Job {
     { name: 'PTAH_OPERATION', value: parts.runnerOperation },
     { name: 'PTAH_OPERATION_ID', value: claim.operationId },
     { name: 'PTAH_RUNNER_PROTOCOL_VERSION', value: String(RUNNER_PROTOCOL_VERSION) },
-    { name: 'PTAH_EXPECTED_DATABASE_ENGINE', value: parts.engine },
-    // The one credential in the Pod, resolved by Kubernetes from the Secret; the manager never reads it.
-    {
-      name: 'PTAH_DB_URL',
-      valueFrom: { secretKeyRef: { name: parts.urlFrom.name, key: parts.urlFrom.key, optional: false } },
-    },
+    ...(parts.database !== undefined
+      ? [
+          { name: 'PTAH_EXPECTED_DATABASE_ENGINE', value: parts.database.engine },
+          // The database credential, resolved by Kubernetes from the Secret; the manager never reads it.
+          {
+            name: 'PTAH_DB_URL',
+            valueFrom: {
+              secretKeyRef: {
+                name: parts.database.urlFrom.name,
+                key: parts.database.urlFrom.key,
+                optional: false,
+              },
+            },
+          },
+        ]
+      : []),
     ...parts.env,
   ];
 
@@ -407,7 +522,7 @@ function operationJob(parts: OperationJobParts): V1Job {
             {
               name: MAIN_CONTAINER,
               image: parts.manager.runnerImage,
-              args: ['run', '--operation', parts.runnerOperation],
+              args: [...(parts.mainArgs ?? ['run', '--operation', parts.runnerOperation])],
               env,
               volumeMounts: mainMounts,
               securityContext: hardened,

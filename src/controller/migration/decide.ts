@@ -34,7 +34,19 @@ import type {
   Resolution,
   UnresolvedRun,
 } from './model.ts';
-import { recordResolution, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { recordResolution, recordTarget, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import {
+  artifactClaimMoved,
+  artifactIdle,
+  resolutionInputs,
+  resolveResult,
+  sourceRefusalMessage,
+  startResolve,
+  verifyResult,
+  type ArtifactClaimInputs,
+  type ArtifactFamily,
+  type ArtifactInput,
+} from '../snapshot/artifact-steps.ts';
 
 export type { EventSpec };
 
@@ -50,6 +62,8 @@ export interface MigrationDecideInput {
   readonly resolution:
     | { readonly ok: true; readonly value: Resolution }
     | { readonly ok: false; readonly reason: string; readonly message: string };
+  /** An OCI source: its reference and the verification policy as read now (see the schema's decide). */
+  readonly artifact?: ArtifactInput;
   readonly job?: JobObservation;
   readonly harvest?: Harvest;
   /** For a finished History with pending versions: the plan as published (or found published). */
@@ -353,12 +367,20 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
     block(b, 'RealmConflict', 'another PtahMigration claims the same database realm');
     return;
   }
-  if (!input.resolution.ok) {
-    b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
-    fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
-    return;
+  let sourceChanged: boolean;
+  if (input.artifact !== undefined) {
+    const gate = artifactIdle(b, migrationFamily(b, input), input.artifact);
+    if (!gate.proceed) return;
+    recordTarget(b, input);
+    sourceChanged = gate.inputsChanged;
+  } else {
+    if (!input.resolution.ok) {
+      b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
+      fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
+      return;
+    }
+    ({ sourceChanged } = recordResolution(b, input.resolution.value, input));
   }
-  const { sourceChanged } = recordResolution(b, input.resolution.value, input);
 
   const generationChanged = st.observedGeneration !== migration.generation;
   const inputsChanged = sourceChanged || generationChanged;
@@ -437,7 +459,24 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
     st.lastReadRequest = request.recorded;
     b.event('Normal', 'ReadRequested', `read requested at ${request.recorded}: the read starts now`);
   }
-  claimOperation(b, input, 'History', {});
+  if (input.artifact !== undefined) startResolve(migrationFamily(b, input), input.artifact);
+  else claimOperation(b, input, 'History', {});
+}
+
+/** How the shared Resolve → Verify steps claim, fail, block and retire for a migration. */
+function migrationFamily(b: Builder, input: MigrationDecideInput): ArtifactFamily {
+  return {
+    claim: (type, artifact) => claimOperation(b, input, type, { artifact }),
+    claimRead: () => claimOperation(b, input, 'History', {}),
+    fail: (operation, reason, message) => fail(b, input, operation, reason, message),
+    block: (reason, message) => {
+      b.cond('ArtifactVerified', 'False', reason, message);
+      block(b, reason, message);
+    },
+    retirePlan: (message, reason) => retirePlan(b, message, reason),
+    // A migration keeps no PlanReady or InSync; Ready says the history's freshness is unknown.
+    freshnessUnknown: (message) => b.cond('Progressing', 'Unknown', 'SourceFreshnessUnknown', message),
+  };
 }
 
 function claimApply(
@@ -596,9 +635,11 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
     const moved =
       migration.spec.suspend ||
       claim.generation !== migration.generation ||
-      (input.resolution.ok &&
-        (input.resolution.value.contentDigest !== claim.contentDigest ||
-          input.resolution.value.configMapUID !== st.resolution?.configMapUID));
+      (claim.type === 'Resolve' || claim.type === 'Verify'
+        ? artifactClaimMoved(claim, input.artifact)
+        : input.resolution.ok &&
+          (input.resolution.value.contentDigest !== claim.contentDigest ||
+            input.resolution.value.configMapUID !== st.resolution?.configMapUID));
     if (moved) {
       endClaim(b, claim);
       b.post.push(finishJob(claim));
@@ -696,6 +737,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   if (harvest.kind !== 'accepted') {
     const reasons: Readonly<Record<Exclude<Harvest['kind'], 'accepted'>, string>> = {
       'snapshot-refused': 'SnapshotRefused',
+      'source-refused': 'ArtifactFetchFailed',
       refused: 'ResultRefused',
       unavailable: 'ResultLost',
       'credential-unavailable': 'CredentialUnavailable',
@@ -705,16 +747,27 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
     const message =
       harvest.kind === 'snapshot-refused'
         ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
-        : harvest.kind === 'oom-killed'
-          ? 'the operation container ran out of memory and was killed'
-          : `no acceptable result: ${harvest.message}`;
-    if (dispatched && harvest.kind !== 'snapshot-refused') {
+        : harvest.kind === 'source-refused'
+          ? sourceRefusalMessage(harvest)
+          : harvest.kind === 'oom-killed'
+            ? 'the operation container ran out of memory and was killed'
+            : `no acceptable result: ${harvest.message}`;
+    // A refusal by an init container stopped the Pod before the container with the URL started.
+    const nothingRan = harvest.kind === 'snapshot-refused' || harvest.kind === 'source-refused';
+    if (dispatched && !nothingRan) {
       latch(b, input, claim, 'Unknown', `run ${claim.jobName}: ${message}`);
       return;
     }
     if (dispatched) recordRun(b, claim, 'Failed');
     endClaim(b, claim);
     fail(b, input, claim.type, reason, message);
+    return;
+  }
+  if ((claim.type === 'Resolve' || claim.type === 'Verify') && input.artifact !== undefined) {
+    endClaim(b, claim);
+    const family = migrationFamily(b, input);
+    if (claim.type === 'Resolve') resolveResult(b, family, input.artifact, harvest.result);
+    else verifyResult(b, family, input.artifact, claim, harvest.result);
     return;
   }
   if (claim.type === 'History') historyRead(b, input, claim, harvest.result);
@@ -1084,6 +1137,8 @@ interface ClaimOptions {
   readonly approval?: { readonly name: string; readonly uid: string };
   /** A History that reads back the history after the run of this plan. */
   readonly verifies?: { readonly name: string; readonly uid: string };
+  /** Resolve and Verify bind what they read of the artifact in place of a resolution. */
+  readonly artifact?: ArtifactClaimInputs;
 }
 
 /** The policy as it affects an operation: apply, the lock timeout and the transaction mode (unset included). */
@@ -1103,7 +1158,7 @@ function claimOperation(
 ): void {
   const st = b.status;
   const res = st.resolution;
-  if (res === undefined || !input.resolution.ok) {
+  if (options.artifact === undefined && (res === undefined || !input.resolution.ok)) {
     fail(b, input, type, 'SourceUnresolved', 'the source has not been resolved');
     return;
   }
@@ -1118,9 +1173,7 @@ function claimOperation(
       type,
       attempt: 1,
       inputs: {
-        contentDigest: res.contentDigest,
-        ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
-        ...(res.configMapUID !== undefined ? { configMapUID: res.configMapUID } : {}),
+        ...(options.artifact !== undefined ? options.artifact : resolutionInputs(res!)),
         coordinationDigest: input.coordinationDigest,
         policyFingerprint: migrationPolicyFingerprint(migration.spec.policy),
         executionBinding: input.executionBinding,
@@ -1133,7 +1186,16 @@ function claimOperation(
     input.now,
   );
   st.lastAttemptTime = b.now;
-  st.phase = type === 'Apply' ? 'Applying' : options.verifies !== undefined ? 'VerifyingHistory' : 'Reading';
+  st.phase =
+    type === 'Resolve'
+      ? 'Resolving'
+      : type === 'Verify'
+        ? 'Verifying'
+        : type === 'Apply'
+          ? 'Applying'
+          : options.verifies !== undefined
+            ? 'VerifyingHistory'
+            : 'Reading';
   if (type === 'History' && options.verifies === undefined)
     b.cond('Progressing', 'True', 'Reading', 'reading the history');
   b.requeue(0);

@@ -43,8 +43,9 @@ import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../protocol/resul
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
-import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
+import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
+import { artifactDecideInputs, artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
 import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
@@ -109,9 +110,11 @@ export class MigrationReconciler {
     const guarded = (o: { metadata: { creationTimestamp?: string } }) =>
       gate.ok && new Date(o.metadata.creationTimestamp ?? 0).getTime() > gate.since.getTime();
     const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
+    const oci = view.deleting ? undefined : await artifactDecideInputs(this.deps.core, 'PtahMigration', view);
     let input: MigrationDecideInput = {
       now,
       migration: view,
+      ...(oci !== undefined ? { artifact: oci.artifact } : {}),
       ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
       engineSupported: engine !== undefined,
       ...(engine !== undefined ? { engine } : {}),
@@ -121,14 +124,15 @@ export class MigrationReconciler {
       executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
-        : await resolveConfigMapSource(
+        : (oci?.resolution ??
+          (await resolveConfigMapSource(
             this.deps.core,
             obj,
             obj.spec.desired.configMap,
             view.status.resolution,
             now,
             guard,
-          ),
+          ))),
       approvals: gate.ok
         ? (await ptah.list<PtahMigrationApproval>('ptahmigrationapprovals', view.namespace))
             .filter((a) => a.spec.migrationRef.uid === view.uid && guarded(a))
@@ -161,7 +165,7 @@ export class MigrationReconciler {
           view.namespace,
           claim,
           observed.uid,
-          claim.type === 'History' ? 'migration-history' : 'migration-apply',
+          claim.type === 'Apply' ? 'migration-apply' : runnerOperation(claim),
         );
         input = {
           ...input,
@@ -383,6 +387,17 @@ export class MigrationReconciler {
   }
 
   private async jobFor(view: MigrationView, claim: MigrationClaim): Promise<V1Job> {
+    if (claim.type === 'Resolve' || claim.type === 'Verify') {
+      return artifactJobFor(
+        this.deps.core,
+        { kind: 'PtahMigration', name: view.name, namespace: view.namespace, uid: view.uid },
+        claim,
+        view.spec,
+        this.deps.manager,
+        this.clock(),
+      );
+    }
+    const oci = ociJobSource('PtahMigration', view.spec.oci);
     let plan: PtahMigrationPlan | undefined;
     if (claim.type === 'Apply') {
       plan = await this.deps.ptah.get<PtahMigrationPlan>(
@@ -397,6 +412,7 @@ export class MigrationReconciler {
     return buildMigrationJob({
       migration: { name: view.name, namespace: view.namespace, uid: view.uid },
       claim,
+      ...(oci !== undefined ? { oci } : {}),
       engine: canonicalEngine(view.spec.engine) ?? 'postgres',
       urlFrom: view.spec.urlFrom,
       activeDeadlineSeconds: view.spec.activeDeadlineSeconds,

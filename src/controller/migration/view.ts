@@ -3,6 +3,7 @@
  * in milliseconds, the unresolved-run annotation parsed and checked, approvals and acknowledgments reduced to
  * what their exactness is judged on.
  */
+import { ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import {
   MIGRATION_FINALIZER,
@@ -35,6 +36,7 @@ export function parseUnresolvedAnnotation(value: string | undefined): Unresolved
 export function migrationView(obj: PtahMigration): MigrationView {
   const spec = withDefaults(ptahMigrationSpec, obj.spec);
   const cm = spec.desired.configMap;
+  const oci = ociSourceView(spec.desired);
   const annotation = parseUnresolvedAnnotation(obj.metadata.annotations?.[UNRESOLVED_RUN_ANNOTATION]);
   return {
     namespace: obj.metadata.namespace ?? '',
@@ -51,6 +53,10 @@ export function migrationView(obj: PtahMigration): MigrationView {
         name: cm?.name ?? '',
         files: (cm?.files ?? []).map((f) => ({ key: f.key, path: f.path ?? f.key })),
       },
+      ...(oci !== undefined ? { oci } : {}),
+      ...(spec.verificationPolicyFrom !== undefined
+        ? { verificationPolicyName: spec.verificationPolicyFrom.name }
+        : {}),
       policy: {
         apply: spec.policy.apply,
         lockTimeoutSeconds: Math.round(parseDuration(spec.policy.lockTimeout) / 1000),

@@ -39,7 +39,19 @@ import type {
   SchemaStatus,
   SchemaView,
 } from './model.ts';
-import { recordResolution, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { recordResolution, recordTarget, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import {
+  artifactClaimMoved,
+  artifactIdle,
+  resolutionInputs,
+  resolveResult,
+  sourceRefusalMessage,
+  startResolve,
+  verifyResult,
+  type ArtifactClaimInputs,
+  type ArtifactFamily,
+  type ArtifactInput,
+} from '../snapshot/artifact-steps.ts';
 
 export interface DecideInput {
   readonly now: Date;
@@ -57,6 +69,11 @@ export interface DecideInput {
   readonly resolution:
     | { readonly ok: true; readonly value: Resolution }
     | { readonly ok: false; readonly reason: string; readonly message: string };
+  /**
+   * An OCI source: its reference and the verification policy as read now. `resolution` is then what status
+   * recorded, since Resolve and Verify are Jobs whose results the decision itself records.
+   */
+  readonly artifact?: ArtifactInput;
   /** The Job the claim names, when there is a claim. */
   readonly job?: JobObservation;
   /** What its Pod reported, when the Job finished. */
@@ -246,12 +263,20 @@ function handleIdle(b: Builder, input: DecideInput): void {
     return;
   }
 
-  if (!input.resolution.ok) {
-    b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
-    fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
-    return;
+  let sourceChanged: boolean;
+  if (input.artifact !== undefined) {
+    const gate = artifactIdle(b, schemaFamily(b, input), input.artifact);
+    if (!gate.proceed) return;
+    recordTarget(b, input);
+    sourceChanged = gate.inputsChanged;
+  } else {
+    if (!input.resolution.ok) {
+      b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
+      fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
+      return;
+    }
+    ({ sourceChanged } = recordResolution(b, input.resolution.value, input));
   }
-  const { sourceChanged } = recordResolution(b, input.resolution.value, input);
 
   const generationChanged = st.observedGeneration !== schema.generation;
   const inputsChanged = sourceChanged || generationChanged;
@@ -349,7 +374,28 @@ function handleIdle(b: Builder, input: DecideInput): void {
     st.lastReadRequest = request.recorded;
     b.event('Normal', 'ReadRequested', `read requested at ${request.recorded}: the read starts now`);
   }
-  claimOperation(b, input, 'Observe', {});
+  startRead(b, input);
+}
+
+/** A refresh reads the source afresh first: Resolve for an OCI source, else straight to Observe. */
+function startRead(b: Builder, input: DecideInput): void {
+  if (input.artifact !== undefined) startResolve(schemaFamily(b, input), input.artifact);
+  else claimOperation(b, input, 'Observe', {});
+}
+
+/** How the shared Resolve → Verify steps claim, fail, block and retire for a schema. */
+function schemaFamily(b: Builder, input: DecideInput): ArtifactFamily {
+  return {
+    claim: (type, artifact) => claimOperation(b, input, type, { artifact }),
+    claimRead: () => claimOperation(b, input, 'Observe', {}),
+    fail: (operation, reason, message) => fail(b, input, operation, reason, message),
+    block: (reason, message) => block(b, 'ArtifactVerified', reason, message),
+    retirePlan: (message, reason) => retirePlan(b, message, reason),
+    freshnessUnknown: (message) => {
+      b.cond('PlanReady', 'Unknown', 'SourceFreshnessUnknown', message);
+      b.cond('InSync', 'Unknown', 'SourceFreshnessUnknown', message);
+    },
+  };
 }
 
 /** While approvals are refused the waiting resource says why; once they are accepted again, it says so. */
@@ -542,9 +588,11 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     const moved =
       schema.spec.suspend ||
       claim.generation !== schema.generation ||
-      (input.resolution.ok &&
-        (input.resolution.value.contentDigest !== claim.contentDigest ||
-          input.resolution.value.configMapUID !== st.resolution?.configMapUID));
+      (claim.type === 'Resolve' || claim.type === 'Verify'
+        ? artifactClaimMoved(claim, input.artifact)
+        : input.resolution.ok &&
+          (input.resolution.value.contentDigest !== claim.contentDigest ||
+            input.resolution.value.configMapUID !== st.resolution?.configMapUID));
     if (moved) {
       st.claim = undefined;
       b.post.push(finishJob(claim));
@@ -633,16 +681,20 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       classified?.reason ??
       (harvest.kind === 'snapshot-refused'
         ? 'SnapshotRefused'
-        : harvest.kind === 'refused'
-          ? 'ResultRefused'
-          : 'ResultLost');
+        : harvest.kind === 'source-refused'
+          ? 'ArtifactFetchFailed'
+          : harvest.kind === 'refused'
+            ? 'ResultRefused'
+            : 'ResultLost');
     const message =
       classified?.message ??
       (harvest.kind === 'snapshot-refused'
         ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
-        : harvest.kind === 'oom-killed'
-          ? 'the operation container was killed for its memory'
-          : `no acceptable result: ${harvest.message}`);
+        : harvest.kind === 'source-refused'
+          ? sourceRefusalMessage(harvest)
+          : harvest.kind === 'oom-killed'
+            ? 'the operation container was killed for its memory'
+            : `no acceptable result: ${harvest.message}`);
     if (claim.type === 'Apply' && harvest.kind !== 'snapshot-refused') {
       // A mutating operation whose result cannot be read has an unknown outcome, never a success.
       b.event(
@@ -785,6 +837,13 @@ function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSecond
 function handleResult(b: Builder, input: DecideInput, claim: Claim, result: RunnerResult): void {
   const { schema } = input;
   const st = b.status;
+
+  if ((claim.type === 'Resolve' || claim.type === 'Verify') && input.artifact !== undefined) {
+    endChain(b, claim);
+    if (claim.type === 'Resolve') resolveResult(b, schemaFamily(b, input), input.artifact, result);
+    else verifyResult(b, schemaFamily(b, input), input.artifact, claim, result);
+    return;
+  }
 
   if (isProof(claim) && result.outcome === 'succeeded' && !provesAppliedTarget(input, result)) {
     refuseProofFromAnotherTarget(b, input, claim);
@@ -1148,12 +1207,14 @@ interface ClaimOptions {
   /** A proof runs under the hold of the Apply it verifies, whose epoch it carries. */
   readonly leaseEpoch?: string | undefined;
   readonly applyOutcome?: 'Succeeded' | 'Unknown';
+  /** Resolve and Verify bind what they read of the artifact in place of a resolution. */
+  readonly artifact?: ArtifactClaimInputs;
 }
 
 function claimOperation(b: Builder, input: DecideInput, type: OperationType, options: ClaimOptions): void {
   const st = b.status;
   const res = st.resolution;
-  if (res === undefined || !input.resolution.ok) {
+  if (options.artifact === undefined && (res === undefined || !input.resolution.ok)) {
     fail(b, input, type, 'SourceUnresolved', 'the source has not been resolved');
     return;
   }
@@ -1174,27 +1235,31 @@ function claimOperation(b: Builder, input: DecideInput, type: OperationType, opt
   st.lastAttemptTime = b.now;
   const proof = options.proof === true;
   const phase: Phase =
-    type === 'Apply'
-      ? 'ReadyToApply'
-      : proof
-        ? 'VerifyingConvergence'
-        : type === 'Observe'
-          ? 'Observing'
-          : 'Planning';
+    type === 'Apply' ? 'ReadyToApply' : proof ? 'VerifyingConvergence' : CLAIM_PHASES[type];
   setPhase(b, phase);
   if (type !== 'Apply' && !proof)
     b.cond('Ready', st.phase === 'InSync' ? 'True' : 'False', 'Refreshing', 'reading the database');
   b.requeue(0);
 }
 
+const CLAIM_PHASES: Readonly<Record<OperationType, Phase>> = {
+  Resolve: 'Resolving',
+  Verify: 'Verifying',
+  Observe: 'Observing',
+  Plan: 'Planning',
+  Apply: 'ReadyToApply',
+};
+
 /** What a claim made now with these options would bind: the live inputs of the resource. */
-function operationInputs(input: DecideInput, res: Resolution, options: ClaimOptions): OperationInputs {
+function operationInputs(
+  input: DecideInput,
+  res: Resolution | undefined,
+  options: ClaimOptions,
+): OperationInputs {
   const { schema } = input;
   const planRef = options.plan ? { name: options.plan.name, uid: options.plan.uid } : options.planRefOnly;
   return {
-    contentDigest: res.contentDigest,
-    ...(res.snapshotName !== undefined ? { snapshotName: res.snapshotName } : {}),
-    ...(res.configMapUID !== undefined ? { configMapUID: res.configMapUID } : {}),
+    ...(options.artifact !== undefined ? options.artifact : resolutionInputs(res!)),
     coordinationDigest: input.coordinationDigest,
     policyFingerprint: policyFingerprint({
       apply: schema.spec.policy.apply,

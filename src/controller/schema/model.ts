@@ -7,6 +7,7 @@
  * report by its digest and counts, the plan by its name, UID and digests.
  */
 
+import type { OciSourceView } from '../snapshot/artifact-steps.ts';
 import type {
   ApplyPolicy,
   Claim,
@@ -44,6 +45,10 @@ export interface SchemaSpecView {
   readonly urlFrom: SecretKeyRef;
   /** The source ConfigMap and the keys it selects, each mapped to the file path it becomes. */
   readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };
+  /** spec.desired.oci, when the source is an OCI artifact (then `configMap` names nothing). */
+  readonly oci?: OciSourceView;
+  /** spec.verificationPolicyFrom.name: required with an OCI source. */
+  readonly verificationPolicyName?: string;
   readonly policy: {
     readonly apply: ApplyPolicy;
     readonly allowDestructive: boolean;

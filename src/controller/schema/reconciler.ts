@@ -34,6 +34,7 @@ import { managerEventRecorder, type EventRecorder } from '../events/event-record
 import { finishJob } from '../jobs/finish-job.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
+import { artifactDecideInputs, artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
@@ -105,9 +106,11 @@ export class SchemaReconciler {
     // An approval older than the guard may have passed no webhook, its stamp typed by hand: never read.
     const guarded = (a: PtahSchemaApproval) =>
       gate.ok && new Date(a.metadata.creationTimestamp ?? 0).getTime() > gate.since.getTime();
+    const oci = view.deleting ? undefined : await artifactDecideInputs(this.deps.core, 'PtahSchema', view);
     const input: DecideInput = {
       now,
       schema: view,
+      ...(oci !== undefined ? { artifact: oci.artifact } : {}),
       ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
       engineSupported: engine !== undefined && schemaEngineShips(engine),
       ...(engine !== undefined ? { engine } : {}),
@@ -117,7 +120,7 @@ export class SchemaReconciler {
       executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
-        : await this.resolve(obj, view, now, guard),
+        : (oci?.resolution ?? (await this.resolve(obj, view, now, guard))),
       approvals: approvalsRefused
         ? []
         : (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
@@ -412,6 +415,17 @@ export class SchemaReconciler {
   }
 
   private async jobFor(view: SchemaView, claim: NonNullable<SchemaView['status']['claim']>): Promise<V1Job> {
+    if (claim.type === 'Resolve' || claim.type === 'Verify') {
+      return artifactJobFor(
+        this.deps.core,
+        { kind: 'PtahSchema', name: view.name, namespace: view.namespace, uid: view.uid },
+        claim,
+        view.spec,
+        this.deps.manager,
+        this.clock(),
+      );
+    }
+    const oci = ociJobSource('PtahSchema', view.spec.oci);
     let plan: PtahSchemaPlan | undefined;
     if (claim.type === 'Apply') {
       plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
@@ -422,6 +436,7 @@ export class SchemaReconciler {
     return buildSchemaJob({
       schema: { name: view.name, namespace: view.namespace, uid: view.uid },
       claim,
+      ...(oci !== undefined ? { oci } : {}),
       engine: canonicalEngine(view.spec.engine) ?? 'postgres',
       urlFrom: view.spec.urlFrom,
       exclude: view.spec.policy.exclude,

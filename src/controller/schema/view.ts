@@ -2,6 +2,7 @@
  * Maps stored objects onto the decision's view: the spec with every default applied and durations in
  * milliseconds, approvals reduced to what exactness is judged on.
  */
+import { ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import { SCHEMA_FINALIZER } from '../../api/meta.ts';
 import { ptahSchemaSpec, type PtahSchema } from '../../api/ptah-schema.ts';
@@ -12,6 +13,7 @@ import type { ApprovalView, SchemaView } from './model.ts';
 export function schemaView(obj: PtahSchema): SchemaView {
   const spec = withDefaults(ptahSchemaSpec, obj.spec);
   const cm = spec.desired.configMap;
+  const oci = ociSourceView(spec.desired);
   return {
     namespace: obj.metadata.namespace ?? '',
     name: obj.metadata.name,
@@ -27,6 +29,10 @@ export function schemaView(obj: PtahSchema): SchemaView {
         name: cm?.name ?? '',
         files: (cm?.files ?? []).map((f) => ({ key: f.key, path: f.path ?? f.key })),
       },
+      ...(oci !== undefined ? { oci } : {}),
+      ...(spec.verificationPolicyFrom !== undefined
+        ? { verificationPolicyName: spec.verificationPolicyFrom.name }
+        : {}),
       policy: {
         apply: spec.policy.apply,
         allowDestructive: spec.policy.allowDestructive,

@@ -37,11 +37,7 @@ export function recordResolution(
     previous.configMapUID !== resolved.configMapUID ||
     previous.configMapName !== resolved.configMapName;
   if (differs) st.resolution = resolved;
-  st.target = {
-    ...st.target,
-    coordinationDigest: target.coordinationDigest,
-    ...(target.engine !== undefined ? { engine: target.engine } : {}),
-  };
+  recordTarget(b, target);
   b.cond(
     'ArtifactResolved',
     'True',
@@ -50,4 +46,16 @@ export function recordResolution(
   );
   b.post.push({ kind: 'collectSnapshots', keep: [st.resolution!.snapshotName!] });
   return { sourceChanged: differs && previous !== undefined };
+}
+
+/** The realm the target names, stamped on every idle pass whatever the source. */
+export function recordTarget(
+  b: Pick<ResolutionBuilder, 'status'>,
+  target: { readonly coordinationDigest: string; readonly engine?: 'postgres' | 'mysql' | undefined },
+): void {
+  b.status.target = {
+    ...b.status.target,
+    coordinationDigest: target.coordinationDigest,
+    ...(target.engine !== undefined ? { engine: target.engine } : {}),
+  };
 }

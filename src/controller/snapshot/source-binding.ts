@@ -39,7 +39,8 @@ export function sourceBinding(
     };
   }
   if (res.sourceType === 'OCI') {
-    if (res.verification === undefined) return { ok: false, missing: ['verification'] };
+    if (res.verification === undefined || res.verification.refused !== undefined)
+      return { ok: false, missing: ['verification'] };
     return {
       ok: true,
       value: {
