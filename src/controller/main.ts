@@ -52,6 +52,7 @@ const manager = new Manager({
   ...(env['PTAH_LEADER_LEASE_SECONDS']
     ? { leaderLeaseSeconds: Number(env['PTAH_LEADER_LEASE_SECONDS']) }
     : {}),
+  leaderLeaseFromRelease: env['PTAH_LEADER_LEASE_FROM_RELEASE'] === 'true',
 });
 
 const stop = new AbortController();

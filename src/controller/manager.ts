@@ -37,6 +37,8 @@ export interface ManagerOptions {
   readonly workers?: number;
   readonly leaderLeaseName?: string;
   readonly leaderLeaseSeconds?: number;
+  /** The leader Lease is an object of the Helm release: never created nor deleted by the manager. */
+  readonly leaderLeaseFromRelease?: boolean;
   /** Whether approvals may be accepted now; by default, whether the approval webhooks are registered. */
   readonly approvalGate?: ApprovalGate;
   /** Counts what this process does and reads the caches at each scrape; absent, nothing is counted. */
@@ -120,6 +122,7 @@ export class Manager {
       name: this.options.leaderLeaseName ?? 'ptah-operator-leader',
       identity: this.options.identity,
       leaseDurationSeconds: this.options.leaderLeaseSeconds ?? 15,
+      leaseFromRelease: this.options.leaderLeaseFromRelease === true,
       log: (msg, fields) =>
         log.info(
           'error' in fields

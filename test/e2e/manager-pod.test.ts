@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import { READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
+import { REALM_LEASE_LABEL } from '../../src/controller/realm/realm-lease.ts';
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
 import { installOperatorChart, OPERATOR_REPOSITORY, type OperatorChart } from '../env/operator-chart.ts';
 import {
@@ -64,6 +66,27 @@ async function managerLog(pod: string): Promise<string> {
 async function leaseHolder(): Promise<string | undefined> {
   const lease = await leases().readNamespacedLease({ namespace: NS, name: LEADER_LEASE });
   return lease.spec?.holderIdentity || undefined;
+}
+
+/** The realm Leases in the coordination namespace (the release namespace), held or not. */
+async function realmLeases(): Promise<k8s.V1Lease[]> {
+  const list = await leases().listNamespacedLease({ namespace: NS, labelSelector: REALM_LEASE_LABEL });
+  return list.items;
+}
+
+interface ReleaseObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { readonly name: string; readonly namespace?: string };
+}
+
+/** Every object `helm get manifest` says the release made. */
+async function releaseObjects(): Promise<ReleaseObject[]> {
+  const run = await chart.helm(['get', 'manifest', chart.release, '-n', NS]);
+  assert.equal(run.code, 0, run.stderr);
+  return parseAllDocuments(run.stdout)
+    .map((d) => d.toJS() as ReleaseObject | null)
+    .filter((o): o is ReleaseObject => o !== null && typeof o.kind === 'string');
 }
 
 /** Every manager Pod running `image`, all Ready, as many as the Deployment wants. */
@@ -167,6 +190,15 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
   });
 
   it('a PtahSchema converges through the manager Pod; the approval is stamped by the webhook the Pod serves', async () => {
+    // The realm Lease Plan and Apply take lives in the release namespace while it is held.
+    let realmLeaseSeen = false;
+    const watching = new AbortController();
+    const watchLeases = (async () => {
+      while (!watching.signal.aborted && !realmLeaseSeen) {
+        realmLeaseSeen = (await realmLeases().catch(() => [])).some((l) => l.spec?.holderIdentity);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
     const url = await declareSchema(e, 'podshop', { data: { 'schema.sql': ORDERS } });
     const waiting = await waitForPhase(e, 'podshop', ['AwaitingApproval', 'Failed', 'Blocked']);
     if (waiting.status?.phase !== 'AwaitingApproval') await dumpDebug(e, 'podshop');
@@ -185,12 +217,24 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
       'mallory',
     );
     assert.equal(stored.spec.approver?.username, env.controlPlane.identities.approver);
-    const reviews = await Promise.all((await managerPods()).map((p) => managerLog(p.metadata!.name!)));
-    assert.ok(
-      reviews.some((log) => /"path":"\/mapproval[?"].*"allowed":true/.test(log)) &&
-        reviews.some((log) => /"path":"\/vapproval[?"].*"allowed":true/.test(log)),
+    // The review is logged once answered; the node writes a container's log a moment later.
+    const answered = (logs: readonly string[]) =>
+      logs.some((log) => /"path":"\/mapproval[?"].*"allowed":true/.test(log)) &&
+      logs.some((log) => /"path":"\/vapproval[?"].*"allowed":true/.test(log));
+    let reviews: string[] = [];
+    await eventually(
       'both admission reviews were answered by a manager Pod',
-    );
+      async () => {
+        reviews = await Promise.all((await managerPods()).map((p) => managerLog(p.metadata!.name!)));
+        return answered(reviews) ? true : undefined;
+      },
+      15_000,
+    ).catch(() => {
+      const reviewLines = reviews.map((log) => log.split('\n').filter((l) => /admission review/.test(l)));
+      assert.fail(
+        `no allowed /mapproval and /vapproval reviews in the manager logs: ${JSON.stringify(reviewLines)}`,
+      );
+    });
 
     const done = await waitForPhase(e, 'podshop', ['InSync', 'Failed', 'Blocked']);
     if (done.status?.phase !== 'InSync') await dumpDebug(e, 'podshop');
@@ -205,6 +249,13 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
       ['customers', 'orders'],
     );
     assert.equal(statementsIn(e, 'podshop_db', ORDERS_CREATED).length, 1, 'applied exactly once');
+    watching.abort();
+    await watchLeases;
+    assert.ok(realmLeaseSeen, 'a realm Lease was held in the release namespace on the way');
+    // Released once the proof settled InSync: its holder deleted it rather than leave it idle.
+    await eventually('no idle realm Lease', async () =>
+      (await realmLeases()).length === 0 ? true : undefined,
+    );
   });
 
   it('the other replica takes the Lease when the leader Pod is deleted', async () => {
@@ -263,25 +314,72 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
     assert.equal(statementsIn(e, 'podshop_db', ORDERS_CREATED).length, 1, 'nothing applied again');
   });
 
-  it('helm uninstall leaves no manager Pod, Deployment, Service or webhook configuration behind', async () => {
+  it('helm uninstall leaves no object of the release and no Lease, ConfigMap or Job of the manager behind', async () => {
+    const made = await releaseObjects();
+    const kinds = new Set(made.map((o) => o.kind));
+    for (const kind of [
+      'Deployment',
+      'PodDisruptionBudget',
+      'Service',
+      'Secret',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+      'MutatingWebhookConfiguration',
+      'ValidatingWebhookConfiguration',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]) {
+      assert.ok(kinds.has(kind), `the release made a ${kind} (made: ${[...kinds].join(', ')})`);
+    }
+    assert.ok(await leaseHolder(), 'the leader Lease is held before the uninstall');
+
     const removed = await chart.uninstall();
     assert.equal(removed.code, 0, removed.stderr);
     await eventually('no manager Pod left', async () =>
-      (await managerPods()).length === 0 ? true : undefined,
+      (await e.core.listNamespacedPod({ namespace: NS })).items.length === 0 ? true : undefined,
     );
-    const gone = async (what: string, read: () => Promise<unknown>) => {
-      await assert.rejects(read, (error: { code?: number }) => error.code === 404, `${what} is gone`);
-    };
-    await gone('Deployment', () => apps().readNamespacedDeployment({ namespace: NS, name: 'ptah-operator' }));
-    await gone('webhook Service', () =>
-      e.core.readNamespacedService({ namespace: NS, name: 'ptah-operator-webhook' }),
+
+    const objects = k8s.KubernetesObjectApi.makeApiClient(e.admin);
+    const left: string[] = [];
+    for (const o of made) {
+      const id = `${o.kind} ${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+      await objects.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: o.metadata }).then(
+        () => left.push(id),
+        (error: { code?: number }) => {
+          if (error.code !== 404) left.push(`${id} (${String(error)})`);
+        },
+      );
+    }
+    assert.deepEqual(left, [], 'every object of the release is gone');
+
+    // What the manager made itself: the replica stopping last deleted the leader Lease, the realm Leases were
+    // deleted when released, and it keeps no ConfigMap or Job in its own namespace.
+    const leftLeases = (await leases().listNamespacedLease({ namespace: NS })).items;
+    assert.deepEqual(
+      leftLeases.map((l) => l.metadata?.name),
+      [],
+      `no Lease is left in the coordination namespace: ${JSON.stringify(leftLeases.map((l) => [l.metadata, l.spec]))}`,
     );
-    const reg = e.admin.makeApiClient(k8s.AdmissionregistrationV1Api);
-    await gone('mutating webhook', () => reg.readMutatingWebhookConfiguration({ name: 'ptah-mapproval' }));
-    await gone('validating webhook', () =>
-      reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' }),
+    assert.deepEqual(
+      (await e.core.listNamespacedConfigMap({ namespace: NS })).items.map((c) => c.metadata?.name),
+      ['kube-root-ca.crt'],
+      "only the API server's CA bundle, which every namespace gets",
     );
-    // The resource outlives the operator: CRDs stay, by Helm's rule.
+    assert.deepEqual((await e.batch.listNamespacedJob({ namespace: NS })).items, []);
+    // Operation Jobs live with the resource that owns them, in its namespace: finished, and collected with it.
+    for (const job of (await e.batch.listNamespacedJob({ namespace: e.namespace })).items) {
+      assert.equal(job.metadata?.ownerReferences?.[0]?.kind, 'PtahSchema', `${job.metadata?.name} is owned`);
+      assert.ok(!job.status?.active, `${job.metadata?.name} runs nothing`);
+    }
+
+    // By the chart's documented policy: the CRDs and the resources stay (Helm never deletes a chart's CRDs),
+    // and so does the namespace `--create-namespace` made (Helm does not delete namespaces).
+    const ext = e.admin.makeApiClient(k8s.ApiextensionsV1Api);
+    await ext.readCustomResourceDefinition({ name: 'ptahschemas.operator.ptah.run' });
     assert.equal((await getSchema(e, 'podshop')).metadata.name, 'podshop');
+    assert.equal((await e.core.readNamespace({ name: NS })).metadata?.name, NS);
   });
 });

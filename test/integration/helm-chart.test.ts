@@ -402,6 +402,14 @@ describe('helm install on the local control plane', () => {
       await reg.readValidatingAdmissionPolicyBinding({ name });
     }
     const secret = await core.readNamespacedSecret({ namespace: NS, name: 'ptah-operator-webhook-tls' });
+    // The leader Lease is the release's; a manager writes its holder (as LeaderElector does: a PUT).
+    const coordination = admin.makeApiClient(k8s.CoordinationV1Api);
+    const lease = await coordination.readNamespacedLease({ namespace: NS, name: 'ptah-operator-leader' });
+    await coordination.replaceNamespacedLease({
+      namespace: NS,
+      name: 'ptah-operator-leader',
+      body: { metadata: lease.metadata!, spec: { holderIdentity: 'replica-a', leaseDurationSeconds: 15 } },
+    });
 
     const upgrade = helm(
       ['upgrade', 'ptah', CHART, '-n', NS, '--set', DIGESTS, '--set', `image.digest=${NEW_DIGEST}`],
@@ -410,6 +418,9 @@ describe('helm install on the local control plane', () => {
     assert.equal(upgrade.code, 0, upgrade.err);
     const rolled = await apps.readNamespacedDeployment({ namespace: NS, name: 'ptah-operator' });
     assert.equal(rolled.spec?.template.spec?.containers[0]?.image, `ptah/ptah-operator@${NEW_DIGEST}`);
+    const held = await coordination.readNamespacedLease({ namespace: NS, name: 'ptah-operator-leader' });
+    assert.equal(held.metadata?.uid, lease.metadata?.uid, 'an upgrade keeps the leader Lease');
+    assert.equal(held.spec?.holderIdentity, 'replica-a', 'and leaves its holder alone');
     const kept = await core.readNamespacedSecret({ namespace: NS, name: 'ptah-operator-webhook-tls' });
     assert.deepEqual(kept.data, secret.data, 'an upgrade keeps the webhook certificate and its CA');
     const after = await reg.readValidatingWebhookConfiguration({ name: 'ptah-vapproval' });
@@ -446,6 +457,9 @@ describe('helm install on the local control plane', () => {
       );
     };
     await gone('Deployment', () => apps.readNamespacedDeployment({ namespace: NS, name: 'ptah-operator' }));
+    await gone('leader Lease', () =>
+      coordination.readNamespacedLease({ namespace: NS, name: 'ptah-operator-leader' }),
+    );
     await gone('ServiceAccount', () =>
       core.readNamespacedServiceAccount({ namespace: NS, name: 'ptah-manager' }),
     );

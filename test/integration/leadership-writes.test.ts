@@ -226,6 +226,32 @@ describe('leadership guards every write', () => {
   );
 });
 
+describe('the leader Lease of a Helm release', () => {
+  it('is never created by the manager nor deleted; it is given up by clearing the holder', async () => {
+    const api = admin.makeApiClient(k8s.CoordinationV1Api);
+    const name = 'release-owned';
+    const elector = (identity: string) =>
+      new LeaderElector({ api, namespace: 'ptah-system', name, identity, leaseFromRelease: true });
+    assert.equal(await elector('replica-a').tryAcquireOrRenew(), false, 'no Lease yet: nobody leads');
+    await assert.rejects(api.readNamespacedLease({ namespace: 'ptah-system', name }), { code: 404 });
+
+    // As helm creates it: metadata only.
+    const made = await api.createNamespacedLease({ namespace: 'ptah-system', body: { metadata: { name } } });
+    assert.equal(await elector('replica-a').tryAcquireOrRenew(), true);
+    assert.equal(await elector('replica-a').release(), true);
+    const released = await api.readNamespacedLease({ namespace: 'ptah-system', name });
+    assert.equal(released.metadata?.uid, made.metadata?.uid, 'the release object stays');
+    assert.ok(!released.spec?.holderIdentity, 'with no holder');
+    assert.equal(await elector('replica-b').tryAcquireOrRenew(), true, 'another replica takes it at once');
+
+    // helm uninstall deletes it while a replica is still stopping: its renewal does not make it again.
+    await api.deleteNamespacedLease({ namespace: 'ptah-system', name });
+    assert.equal(await elector('replica-b').tryAcquireOrRenew(), false);
+    assert.equal(await elector('replica-b').release(), false);
+    await assert.rejects(api.readNamespacedLease({ namespace: 'ptah-system', name }), { code: 404 });
+  });
+});
+
 describe('a realm Lease is deleted when released, and fencing survives its recreation', () => {
   const namespace = 'ptah-system';
   const coordination = () => admin.makeApiClient(k8s.CoordinationV1Api);

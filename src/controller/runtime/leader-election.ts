@@ -11,6 +11,13 @@ export interface LeaderElectionOptions {
   readonly leaseDurationSeconds?: number;
   readonly renewEveryMs?: number;
   readonly retryEveryMs?: number;
+  /**
+   * The Lease is an object of the Helm release, which creates it and deletes it on uninstall: it is never
+   * created here (a replica still stopping after the uninstall would otherwise make it again, outside the
+   * release) nor deleted (a release is given up by clearing the holder). Without it, as outside the chart,
+   * the first replica creates the Lease and the last one to stop deletes it.
+   */
+  readonly leaseFromRelease?: boolean;
   readonly log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
@@ -47,6 +54,15 @@ export class LeaderElector {
       now,
     );
     if (decision.action === 'wait') return false;
+    if (existing === undefined && this.options.leaseFromRelease === true) {
+      this.options.log?.(
+        'the leader Lease of the release is missing; waiting for it (helm upgrade restores it)',
+        {
+          lease: name,
+        },
+      );
+      return false;
+    }
     const spec = leaseSpecFor(decision.next);
     try {
       if (decision.action === 'create' || existing === undefined) {
@@ -68,14 +84,15 @@ export class LeaderElector {
   }
 
   /**
-   * Gives the Lease up if this identity still holds it, by deleting it: any replica may create it at once
+   * Gives the Lease up if this identity still holds it, by deleting it (by clearing its holder when it is
+   * the release's object, `leaseFromRelease`): any replica may create it at once
    * (as client-go's ReleaseOnCancel lets it take a cleared one), so a rolling upgrade or a deleted leader
    * Pod does not leave the operator leaderless for a whole Lease duration, and an uninstall leaves no Lease
    * behind. The delete is conditioned on the resourceVersion at which this identity was read as the holder,
    * so it cannot remove a Lease another replica has written since. Called only after `lead` has returned,
    * i.e. nothing acts anymore.
    */
-  async release(): Promise<boolean> {
+  async release(now = new Date()): Promise<boolean> {
     const { api, namespace, name, identity } = this.options;
     let existing: V1Lease;
     try {
@@ -87,6 +104,20 @@ export class LeaderElector {
     if (existing.spec?.holderIdentity !== identity) return false;
     const { resourceVersion, uid } = existing.metadata ?? {};
     try {
+      if (this.options.leaseFromRelease === true) {
+        // The release's object stays; an empty holder is as free to take as a missing Lease. The body keeps
+        // the UID read, so a Lease deleted and made again meanwhile is not written (a PUT would create it).
+        const spec = {
+          ...leaseSpecFor({ ...leaseStateOf(existing.spec), leaseDurationSeconds: 1, renewTime: now }),
+          holderIdentity: '',
+        };
+        await api.replaceNamespacedLease({
+          name,
+          namespace,
+          body: { metadata: { ...existing.metadata, name, namespace }, spec },
+        });
+        return true;
+      }
       await api.deleteNamespacedLease({
         name,
         namespace,
@@ -114,7 +145,12 @@ export class LeaderElector {
       if (held) break;
       await sleep(retry, undefined, { signal }).catch(() => undefined);
     }
-    if (signal.aborted) return;
+    if (signal.aborted) {
+      // A shutdown that came while an attempt was in flight: that attempt may have created or taken the Lease
+      // (the leader stopping first had just deleted it), and a replica that never led must not leave it held.
+      await this.releaseLogged();
+      return;
+    }
     this.options.log?.('became leader', { lease: this.options.name, identity: this.options.identity });
     const leadership = new AbortController();
     const onStop = (): void => leadership.abort(new Error('shutting down'));
@@ -160,13 +196,14 @@ export class LeaderElector {
       signal.removeEventListener('abort', onStop);
       await renewing;
       // A shutdown gives the Lease up; a lost leadership has nothing left to give.
-      if (signal.aborted && !lost) {
-        await this.release().then(
-          (released) => this.options.log?.('leader Lease released', { lease: this.options.name, released }),
-          (error: unknown) =>
-            this.options.log?.('releasing the leader Lease failed', { error: String(error) }),
-        );
-      }
+      if (signal.aborted && !lost) await this.releaseLogged();
     }
+  }
+
+  private releaseLogged(): Promise<void> {
+    return this.release().then(
+      (released) => this.options.log?.('leader Lease released', { lease: this.options.name, released }),
+      (error: unknown) => this.options.log?.('releasing the leader Lease failed', { error: String(error) }),
+    );
   }
 }
