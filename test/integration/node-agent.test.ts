@@ -377,3 +377,104 @@ test('every Pod has an IP of its own: two listen on one port, a Service gets bot
     return [a, b, quiet].every((p) => !listed.includes(` ${p.status?.podIP}/32`)) ? true : undefined;
   });
 });
+
+test('a failing liveness probe (exec, in the container) kills the container and restarts it: restartCount and lastState.terminated', async () => {
+  // The first run never creates /probe/alive; the restarted one does, and lives.
+  const script =
+    'if [ -f /probe/first ]; then touch /probe/alive; else touch /probe/first; fi; exec sleep 600';
+  await createPod('liveness', {
+    restartPolicy: 'Always',
+    terminationGracePeriodSeconds: 1,
+    volumes: [{ name: 'probe', emptyDir: {} }],
+    containers: [
+      shellContainer('app', script, {
+        volumeMounts: [{ name: 'probe', mountPath: '/probe' }],
+        livenessProbe: {
+          exec: { command: ['sh', '-c', 'test -f /probe/alive'] },
+          periodSeconds: 1,
+          failureThreshold: 2,
+        },
+      }),
+    ],
+  });
+  const restarted = await eventually(
+    'the container restarted once after failing its liveness probe',
+    async () => {
+      const status = (await getPod('liveness')).status?.containerStatuses?.[0];
+      return status?.restartCount === 1 && status.state?.running ? status : undefined;
+    },
+    30_000,
+  );
+  const killed = restarted.lastState?.terminated;
+  assert.ok(killed, JSON.stringify(restarted));
+  assert.equal(
+    killed.exitCode,
+    143,
+    'SIGTERM, as the kubelet kills a container that fails its liveness probe',
+  );
+  assert.equal(killed.reason, 'Error');
+  assert.ok(killed.startedAt && killed.finishedAt);
+  // The second run passes the probe: it keeps running, and stays the container the log reads.
+  await new Promise((resolve) => setTimeout(resolve, 4_000));
+  const later = (await getPod('liveness')).status?.containerStatuses?.[0];
+  assert.equal(later?.restartCount, 1, 'a passing liveness probe restarts nothing');
+  assert.ok(later?.state?.running);
+  assert.equal(later?.ready, true);
+  await admin.send('DELETE', `/api/v1/namespaces/${ns}/pods/liveness`, { gracePeriodSeconds: 1 });
+});
+
+test('a startup probe holds liveness and readiness until it passes; one that never passes kills the container', async () => {
+  await createPod('slow-start', {
+    terminationGracePeriodSeconds: 1,
+    volumes: [{ name: 'probe', emptyDir: {} }],
+    containers: [
+      shellContainer('app', 'sleep 3; touch /probe/up; exec sleep 600', {
+        volumeMounts: [{ name: 'probe', mountPath: '/probe' }],
+        startupProbe: {
+          exec: { command: ['test', '-f', '/probe/up'] },
+          periodSeconds: 1,
+          failureThreshold: 20,
+        },
+        // Would fail at once if it ran before the startup probe passed.
+        livenessProbe: {
+          exec: { command: ['test', '-f', '/probe/up'] },
+          periodSeconds: 1,
+          failureThreshold: 1,
+        },
+        readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 },
+      }),
+    ],
+  });
+  const starting = await eventually('running, not started yet', async () => {
+    const status = (await getPod('slow-start')).status?.containerStatuses?.[0];
+    return status?.state?.running ? status : undefined;
+  });
+  assert.equal(starting.started, false);
+  assert.equal(starting.ready, false, 'readiness waits for the startup probe');
+  const started = await eventually(
+    'started and ready',
+    async () => {
+      const status = (await getPod('slow-start')).status?.containerStatuses?.[0];
+      return status?.started === true && status.ready === true ? status : undefined;
+    },
+    30_000,
+  );
+  assert.equal(started.restartCount, 0, 'liveness did not run before startup passed');
+
+  await createPod('never-starts', {
+    terminationGracePeriodSeconds: 1,
+    containers: [
+      shellContainer('app', 'exec sleep 600', {
+        ports: [{ name: 'http', containerPort: 8080 }],
+        startupProbe: { tcpSocket: { port: 'http' }, periodSeconds: 1, failureThreshold: 2 },
+      }),
+    ],
+  });
+  const failed = await waitForPhase('never-starts', 'Failed', 30_000);
+  const status = failed.status?.containerStatuses?.[0];
+  assert.equal(status?.started, false);
+  assert.equal(status?.state?.terminated?.exitCode, 143, JSON.stringify(status));
+  for (const name of ['slow-start', 'never-starts']) {
+    await admin.send('DELETE', `/api/v1/namespaces/${ns}/pods/${name}`, { gracePeriodSeconds: 1 });
+  }
+});

@@ -10,6 +10,8 @@ export interface ContainerRecord {
   containerID?: string;
   /** A readiness probe's verdict while the container runs; undefined when it has no probe. */
   probeReady?: boolean;
+  /** False while a startup probe has not passed yet; undefined without one (started once running). */
+  started?: boolean;
   /** No further start will happen: terminated for good under the restart policy, or killed. */
   final: boolean;
 }
@@ -30,7 +32,8 @@ export interface PodRecord {
 
 const succeeded = (c: ContainerRecord) => c.state.terminated?.exitCode === 0;
 /** Running and, if it has a readiness probe, passing it: what makes a Pod a Service endpoint. */
-const isReady = (c: ContainerRecord) => c.state.running !== undefined && c.probeReady !== false;
+const isReady = (c: ContainerRecord) =>
+  c.state.running !== undefined && c.started !== false && c.probeReady !== false;
 
 export function podPhase(pod: PodRecord): NonNullable<PodStatusWire['phase']> {
   if (pod.failure) return 'Failed';
@@ -51,7 +54,7 @@ function statusOf(c: ContainerRecord, isInit: boolean): ContainerStatusWire {
     ...(c.containerID ? { containerID: c.containerID } : {}),
     // An init container is "ready" once it has completed, as the kubelet reports it.
     ready: isInit ? succeeded(c) : isReady(c),
-    started: running,
+    started: running && c.started !== false,
     restartCount: c.restartCount,
     state: c.state,
     lastState: c.lastState,

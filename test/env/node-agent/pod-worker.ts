@@ -1,14 +1,15 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1Container } from '@kubernetes/client-node';
+import type { V1Container, V1Probe } from '@kubernetes/client-node';
 import { ApiError, type ApiClient } from './api-client.ts';
 import { startContainer, type ContainerExit, type RunningContainer } from './container-process.ts';
 import { ContainerConfigError, resolveContainerEnv, type ObjectLookup } from './env.ts';
 import { readImageMap, resolveArgv } from './image-map.ts';
 import type { BindMount, HostView } from './mount-plan.ts';
 import type { PodNetwork } from './pod-network.ts';
-import { runReadinessProbe } from './prober.ts';
+import { runReadinessProbe, runUntilVerdict, type ExecProbe, type ProbeResult } from './prober.ts';
 import { buildPodStatus, type ContainerRecord, type PodRecord } from './pod-status.ts';
 import type { KeyedData, Pod } from './types.ts';
 import { materializeVolumes } from './volumes.ts';
@@ -378,21 +379,7 @@ export class PodWorker {
       record.state = { running: { startedAt } };
       this.running.set(spec.name, process);
       const probing = new AbortController();
-      if (spec.readinessProbe) {
-        record.probeReady = false;
-        void runReadinessProbe(
-          spec.readinessProbe,
-          spec,
-          this.podIP,
-          (ready, why) => {
-            record.probeReady = ready;
-            if (why)
-              console.error(`node-agent: pod ${this.pod.metadata.name}: Readiness probe failed: ${why}`);
-            void this.writeStatus();
-          },
-          probing.signal,
-        );
-      }
+      this.probe(spec, record, process, prepared.env, probing.signal);
       void this.writeStatus();
       let oomKilled = false;
       const oomTimer =
@@ -407,6 +394,7 @@ export class PodWorker {
       clearTimeout(oomTimer);
       probing.abort();
       delete record.probeReady;
+      delete record.started;
       this.running.delete(spec.name);
       rmSync(scratchDir, { recursive: true, force: true });
       let message = readFileSync(messageFile).subarray(0, TERMINATION_MESSAGE_LIMIT).toString('utf8');
@@ -427,6 +415,55 @@ export class PodWorker {
       return exit;
     }
     return undefined;
+  }
+
+  /**
+   * The kubelet's probe workers for one running container: the startup probe first (liveness and readiness
+   * wait for it; `started` stays false until it passes), then liveness and readiness side by side. A startup
+   * or liveness probe failing failureThreshold times in a row kills the container, SIGTERM then SIGKILL
+   * after the probe's (or the Pod's) grace period; the restart policy then decides, as for any exit, so a
+   * restarted container counts in restartCount with the killed run in lastState.terminated.
+   */
+  private probe(
+    spec: V1Container,
+    record: ContainerRecord,
+    container: RunningContainer,
+    env: ReadonlyMap<string, string>,
+    signal: AbortSignal,
+  ): void {
+    const exec = execInContainer(container.pid, env, signal);
+    const target = (probe: V1Probe) => ({ probe, container: spec, podIP: this.podIP, exec, signal });
+    const say = (what: string) => console.error(`node-agent: pod ${this.pod.metadata.name}: ${what}`);
+    const kill = (probe: V1Probe, kind: string, why: string) => {
+      say(`${kind} probe failed: ${why}; container ${spec.name} will be killed`);
+      const grace = probe.terminationGracePeriodSeconds ?? this.pod.spec.terminationGracePeriodSeconds ?? 30;
+      container.kill(grace > 0 ? 'SIGTERM' : 'SIGKILL');
+      const timer = setTimeout(() => container.kill('SIGKILL'), grace * 1000);
+      void container.exited.then(() => clearTimeout(timer));
+    };
+    if (spec.readinessProbe) record.probeReady = false;
+    if (spec.startupProbe) record.started = false;
+    void (async () => {
+      if (spec.startupProbe) {
+        const verdict = await runUntilVerdict('Startup', target(spec.startupProbe));
+        if (verdict === undefined) return;
+        if (verdict !== 'started') return kill(spec.startupProbe, 'Startup', verdict.failed);
+        record.started = true;
+        void this.writeStatus();
+      }
+      if (spec.readinessProbe) {
+        void runReadinessProbe(target(spec.readinessProbe), (ready, why) => {
+          record.probeReady = ready;
+          if (why) say(`Readiness probe failed: ${why}`);
+          void this.writeStatus();
+        });
+      }
+      if (spec.livenessProbe) {
+        const verdict = await runUntilVerdict('Liveness', target(spec.livenessProbe));
+        if (verdict !== undefined && verdict !== 'started')
+          kill(spec.livenessProbe, 'Liveness', verdict.failed);
+      }
+    })();
   }
 
   private async prepare(spec: V1Container) {
@@ -593,4 +630,56 @@ class ImageNotMappedError extends Error {}
 
 function isInitContainer(pod: Pod, name: string): boolean {
   return (pod.spec.initContainers ?? []).some((c) => c.name === name);
+}
+
+/**
+ * An exec probe: the command runs in the container's mount namespace, root and working directory (nsenter
+ * into the running program), as the container's user (nsenter's setuid/setgid, which also drops the
+ * supplementary groups), with the container's environment; killed at the probe's timeout.
+ */
+function execInContainer(pid: number, env: ReadonlyMap<string, string>, signal: AbortSignal): ExecProbe {
+  return (command, timeoutMs) =>
+    new Promise<ProbeResult>((resolve) => {
+      let uid: number | undefined;
+      let gid: number | undefined;
+      try {
+        // The program's own credentials, as setpriv left them.
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
+        gid = Number(/^Gid:\s+(\d+)/m.exec(status)?.[1]);
+      } catch {
+        return resolve({ ok: false, why: 'the container is not running' });
+      }
+      const child = spawn(
+        'nsenter',
+        [
+          `--target=${pid}`,
+          '--mount',
+          '--root',
+          '--wd',
+          ...(uid ? [`--setuid=${uid}`] : []),
+          ...(gid ? [`--setgid=${gid}`] : []),
+          '--',
+          ...command,
+        ],
+        { env: Object.fromEntries(env), stdio: ['ignore', 'pipe', 'pipe'], signal },
+      );
+      let output = '';
+      const collect = (d: Buffer) => {
+        if (output.length < 1024) output += d.toString('utf8');
+      };
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      child.once('error', (error) => {
+        clearTimeout(timer);
+        resolve({ ok: false, why: error.message });
+      });
+      child.once('close', (code, killed) => {
+        clearTimeout(timer);
+        if (code === 0) return resolve({ ok: true });
+        const why = killed ? `command timed out after ${timeoutMs / 1000}s` : `command exited with ${code}`;
+        resolve({ ok: false, why: `${why}: ${output.trim().slice(0, 1024)}` });
+      });
+    });
 }

@@ -63,8 +63,19 @@ function httpProbe(
   });
 }
 
-/** Runs the probe's handler once against the Pod's IP. exec probes are not offered by this node. */
-export function probeOnce(probe: V1Probe, container: V1Container, podIP: string): Promise<ProbeResult> {
+/**
+ * Runs a probe's command in the container: in its mount namespace, root and working directory, as its user,
+ * with its environment. Exit 0 is success, as for the kubelet's exec probe.
+ */
+export type ExecProbe = (command: readonly string[], timeoutMs: number) => Promise<ProbeResult>;
+
+/** Runs the probe's handler once against the Pod's IP, or its command through `exec`. */
+export function probeOnce(
+  probe: V1Probe,
+  container: V1Container,
+  podIP: string,
+  exec?: ExecProbe,
+): Promise<ProbeResult> {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
   try {
     if (probe.tcpSocket) {
@@ -82,11 +93,30 @@ export function probeOnce(probe: V1Probe, container: V1Container, podIP: string)
         timeoutMs,
       );
     }
+    if (probe.exec?.command?.length && exec) return exec(probe.exec.command, timeoutMs);
   } catch (error) {
     return Promise.resolve({ ok: false, why: (error as Error).message });
   }
-  return Promise.resolve({ ok: false, why: 'this node runs only tcpSocket and httpGet probes' });
+  return Promise.resolve({
+    ok: false,
+    why: 'this node runs tcpSocket, httpGet and exec probes only (no grpc)',
+  });
 }
+
+interface ProbeTarget {
+  readonly probe: V1Probe;
+  readonly container: V1Container;
+  readonly podIP: string;
+  readonly exec?: ExecProbe;
+  /** The container exited (or the Pod stops): the worker ends. */
+  readonly signal: AbortSignal;
+}
+
+const waitFor = (ms: number, signal: AbortSignal) =>
+  sleep(ms, undefined, { signal }).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * The kubelet's readiness worker for one running container: after initialDelaySeconds, one probe every
@@ -94,25 +124,18 @@ export function probeOnce(probe: V1Probe, container: V1Container, podIP: string)
  * Runs until `signal` aborts (the container exited); `onChange` hears each change of readiness.
  */
 export async function runReadinessProbe(
-  probe: V1Probe,
-  container: V1Container,
-  podIP: string,
+  target: ProbeTarget,
   onChange: (ready: boolean, why?: string) => void,
-  signal: AbortSignal,
 ): Promise<void> {
+  const { probe, signal } = target;
   const period = (probe.periodSeconds ?? 10) * 1000;
   const successes = probe.successThreshold ?? 1;
   const failures = probe.failureThreshold ?? 3;
   let ready = false;
   let streak = 0;
-  const wait = (ms: number) =>
-    sleep(ms, undefined, { signal }).then(
-      () => true,
-      () => false,
-    );
-  if (!(await wait((probe.initialDelaySeconds ?? 0) * 1000))) return;
+  if (!(await waitFor((probe.initialDelaySeconds ?? 0) * 1000, signal))) return;
   for (;;) {
-    const result = await probeOnce(probe, container, podIP);
+    const result = await probeOnce(probe, target.container, target.podIP, target.exec);
     if (signal.aborted) return;
     const same = result.ok === ready;
     streak = same ? 0 : streak + 1;
@@ -121,6 +144,34 @@ export async function runReadinessProbe(
       streak = 0;
       onChange(ready, result.ok ? undefined : result.why);
     }
-    if (!(await wait(period))) return;
+    if (!(await waitFor(period, signal))) return;
+  }
+}
+
+/**
+ * The kubelet's liveness and startup workers: one probe every periodSeconds after initialDelaySeconds until
+ * failureThreshold failures in a row (the container is to be killed: resolves with the last failure) or, for
+ * a startup probe, the first success (resolves `started`; liveness and readiness begin only then). A liveness
+ * probe runs until the container exits (resolves undefined).
+ */
+export async function runUntilVerdict(
+  kind: 'Liveness' | 'Startup',
+  target: ProbeTarget,
+): Promise<{ readonly failed: string } | 'started' | undefined> {
+  const { probe, signal } = target;
+  const period = (probe.periodSeconds ?? 10) * 1000;
+  const failures = probe.failureThreshold ?? 3;
+  let streak = 0;
+  if (!(await waitFor((probe.initialDelaySeconds ?? 0) * 1000, signal))) return undefined;
+  for (;;) {
+    const result = await probeOnce(probe, target.container, target.podIP, target.exec);
+    if (signal.aborted) return undefined;
+    if (result.ok) {
+      if (kind === 'Startup') return 'started';
+      streak = 0;
+    } else if (++streak >= failures) {
+      return { failed: result.why };
+    }
+    if (!(await waitFor(period, signal))) return undefined;
   }
 }
