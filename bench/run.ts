@@ -9,6 +9,7 @@ import { join } from 'node:path';
 const BENCHMARKS: Readonly<Record<string, string>> = {
   startup: 'startup-bench.ts',
   schema: 'schema-bench.ts',
+  engine: 'engine-bench.ts',
   'mysql-schema': 'mysql-schema-bench.ts',
   migrations: 'migrations-bench.ts',
   capacity: 'capacity-bench.ts',

@@ -5,7 +5,7 @@
  * from status alone (the message on stderr still says everything).
  */
 import { desiredStateCause, type FailureCause } from '../protocol/cause.ts';
-import { DesiredStateError } from '../engine/pg/pg-desired.ts';
+import { DesiredStateError } from '../engine/desired-state-error.ts';
 import { DesiredSourceError } from '../engine/schema-engine.ts';
 import { DatabaseError } from '../engine/session.ts';
 

@@ -6,7 +6,7 @@ import { TableNameError } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
 import { DatabaseError } from '../engine/session.ts';
 import { failureCauseOf } from './failure-cause.ts';
-import { DesiredStateError } from '../engine/pg/pg-desired.ts';
+import { DesiredStateError } from '../engine/desired-state-error.ts';
 import { PlanFileError } from '../engine/plan-file.ts';
 import {
   DesiredSourceError,
@@ -217,7 +217,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
   switch (command) {
     case 'inspect': {
       const u = target();
-      const r = await inspect(u.url, dialectFor(u.dialect), { exclude });
+      const r = await inspect(u.url, await dialectFor(u.dialect), { exclude });
       print(json, inspectJson(r), inspectText(r));
       return EXIT.ok;
     }
@@ -227,7 +227,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
       const dev = devUrl();
       const r = await plan(
         u.url,
-        dialectFor(u.dialect),
+        await dialectFor(u.dialect),
         { files, ...(dev ? { devUrl: dev } : {}) },
         {
           exclude,
@@ -282,7 +282,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
       const dev = devUrl();
       const r = await drift(
         u.url,
-        dialectFor(u.dialect),
+        await dialectFor(u.dialect),
         { files, ...(dev ? { devUrl: dev } : {}) },
         { exclude },
       );

@@ -17,23 +17,25 @@ import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from '.
 import { type PlanHeader, dropTargets, headerOf } from './plan-header.ts';
 import { excludeObjects, protectedMatcher } from './scope.ts';
 import type { DatabaseError } from './session.ts';
-import { mysqlDialect } from './mysql/mysql-dialect.ts';
-import { postgresDialect } from './pg/pg-dialect.ts';
 import type { DialectName } from '../protocol/dialects.ts';
 
 export class DesiredSourceError extends Error {
   override readonly name = 'DesiredSourceError';
 }
 
-/** The dialects this engine ships; src/protocol/dialects.ts lists the same names for the manager. */
-export const SCHEMA_DIALECTS: Readonly<Partial<Record<DialectName, SchemaDialect>>> = {
-  postgres: postgresDialect,
-  mysql: mysqlDialect,
+/**
+ * The dialects this engine ships; src/protocol/dialects.ts lists the same names for the manager. Each is
+ * loaded when first asked for, so a PostgreSQL command never loads MySQL's parser and driver, nor the
+ * other way round.
+ */
+export const SCHEMA_DIALECTS: Readonly<Partial<Record<DialectName, () => Promise<SchemaDialect>>>> = {
+  postgres: async () => (await import('./pg/pg-dialect.ts')).postgresDialect,
+  mysql: async () => (await import('./mysql/mysql-dialect.ts')).mysqlDialect,
 };
 
-export function dialectFor(name: DialectName): SchemaDialect {
-  const dialect = SCHEMA_DIALECTS[name];
-  if (dialect !== undefined) return dialect;
+export async function dialectFor(name: DialectName): Promise<SchemaDialect> {
+  const load = SCHEMA_DIALECTS[name];
+  if (load !== undefined) return await load();
   throw new DesiredSourceError(
     `the ${name} dialect of the schema engine is not available yet; the engine plans for ${Object.keys(SCHEMA_DIALECTS).join(', ')}`,
   );
@@ -394,7 +396,7 @@ export async function applyPlan(
   options: ApplyOptions = {},
 ): Promise<ApplyResult> {
   const { plan: doc, digest } = readPlan(bytes);
-  const dialect = dialectFor(
+  const dialect = await dialectFor(
     doc.dialect === 'mysql'
       ? 'mysql'
       : doc.dialect === 'postgres'

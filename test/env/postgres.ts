@@ -35,6 +35,8 @@ export interface LoggedStatement {
 export interface StartPostgresOptions {
   /** Parent directory for the data directory; a new temporary one by default. */
   readonly baseDir?: string;
+  /** Server settings on top of the defaults (`-c name=value`), e.g. for a benchmark's large schemas. */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 function asPostgresUser(): { uid: number; gid: number } | undefined {
@@ -109,6 +111,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
           'full_page_writes=off',
           '-c',
           'max_connections=200',
+          ...Object.entries(options.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
         ],
         logFile,
         owner ?? {},

@@ -4,6 +4,7 @@
  * loader, so both sides share one normaliser.
  */
 import { loadModule, parseSync } from 'libpg-query';
+import { DesiredStateError } from '../desired-state-error.ts';
 import type {
   Column,
   Constraint,
@@ -50,9 +51,7 @@ import {
   typeRefFromAst,
 } from './pg-normalize.ts';
 
-export class DesiredStateError extends Error {
-  override readonly name = 'DesiredStateError';
-}
+export { DesiredStateError };
 
 let loaded: Promise<void> | undefined;
 /** libpg-query is WebAssembly: its module loads once per process. */
@@ -61,7 +60,7 @@ export async function ensureParser(): Promise<void> {
   await loaded;
 }
 
-interface ParsedStatement {
+export interface ParsedStatement {
   readonly node: AstNode;
   readonly type: string;
   readonly line: number;

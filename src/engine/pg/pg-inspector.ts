@@ -7,7 +7,14 @@ import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.
 import { DEFAULT_SCHEMA } from '../model.ts';
 import type { RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
-import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
+import {
+  DesiredStateBuilder,
+  DesiredStateError,
+  type ParsedStatement,
+  ensureParser,
+  parseStatements,
+} from './pg-desired.ts';
+import { type CatalogItem, parseByPieces, parseWhole } from './pg-catalog-statements.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
 import { functionObjectName } from './pg-objects.ts';
@@ -149,52 +156,58 @@ const str = (v: unknown): string => (v === null || v === undefined ? '' : String
 
 /** Reads the whole database (all user schemas) into a model. Runs inside the caller's transaction. */
 export async function inspectPostgres(session: Session): Promise<SchemaModel> {
-  await ensureParser();
+  // The parser's WebAssembly compiles while the catalog answers.
+  const parser = ensureParser();
+  try {
+    const { defaultSchema, rows } = await readCatalog(session);
+    await parser;
+    // Asked of the server only when a check or default holds a date or time literal.
+    return await normaliseTemporalLiterals(session, modelFromCatalog(defaultSchema, rows));
+  } finally {
+    // A failed query must not leave the parser's load as an unhandled rejection.
+    await parser.catch(() => undefined);
+  }
+}
+
+/** The catalog rows of a whole database, and the role's default schema. */
+export async function readCatalog(session: Session): Promise<{ defaultSchema: string; rows: CatalogRows }> {
   const narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
-  const defaultSchema = str(narrowed['schema']);
-  const [
-    schemas,
-    extensions,
-    enums,
-    sequences,
-    relations,
-    columns,
-    constraints,
-    indexes,
-    unmanaged,
-    objects,
-  ] = [
-    (await session.query(Q_SCHEMAS)).rows,
-    (await session.query(Q_EXTENSIONS)).rows,
-    (await session.query(Q_ENUMS)).rows,
-    (await session.query(Q_SEQUENCES)).rows,
-    (await session.query(Q_RELATIONS)).rows,
-    (await session.query(Q_COLUMNS)).rows,
-    (await session.query(Q_CONSTRAINTS)).rows,
-    (await session.query(Q_INDEXES)).rows,
-    (await session.query(Q_UNMANAGED)).rows,
-    (await session.query(Q_OBJECTS)).rows,
-  ];
+  const rows: Partial<CatalogRows> = {};
+  for (const [kind, sql] of Object.entries(CATALOG_QUERIES) as [keyof CatalogRows, string][])
+    rows[kind] = (await session.query(sql)).rows;
   // The plan's statements run in this same transaction when applying: they see the role's own path. (A
   // failed query aborts the transaction, whose rollback undoes the narrowing, so no finally is needed.)
   await session.query(Q_RESTORE_SEARCH_PATH, [str(narrowed['path'])]);
-  const model = modelFromCatalog(defaultSchema, {
-    schemas,
-    extensions,
-    enums,
-    sequences,
-    relations,
-    columns,
-    constraints,
-    indexes,
-    unmanaged,
-    objects,
-  });
-  // Asked of the server only when a check or default holds a date or time literal.
-  return normaliseTemporalLiterals(session, model);
+  return { defaultSchema: str(narrowed['schema']), rows: rows as CatalogRows };
 }
 
-interface CatalogRows {
+/** The catalog queries of an inspection, by the kind of rows each returns, in the order they run. */
+const CATALOG_QUERIES: Readonly<Record<keyof CatalogRows, string>> = {
+  schemas: Q_SCHEMAS,
+  extensions: Q_EXTENSIONS,
+  enums: Q_ENUMS,
+  sequences: Q_SEQUENCES,
+  relations: Q_RELATIONS,
+  columns: Q_COLUMNS,
+  constraints: Q_CONSTRAINTS,
+  indexes: Q_INDEXES,
+  unmanaged: Q_UNMANAGED,
+  objects: Q_OBJECTS,
+};
+
+/**
+ * Every statement an inspection sends, as text for psql (the benchmark's catalog floor runs them alone):
+ * the search-path narrowing, the catalog queries, and the restore.
+ */
+export function catalogQueryScript(): string[] {
+  return [
+    Q_NARROW_SEARCH_PATH,
+    ...Object.values(CATALOG_QUERIES),
+    Q_RESTORE_SEARCH_PATH.replace('$1', `current_setting('search_path')`),
+  ];
+}
+
+export interface CatalogRows {
   schemas: Row[];
   extensions: Row[];
   enums: Row[];
@@ -220,9 +233,8 @@ function groupBy(rows: Row[]): Map<string, Row[]> {
 }
 
 /** Turns catalog rows into DDL text and loads it with the desired-state builder. */
-function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
-  const b = new DesiredStateBuilder(defaultSchema);
-  const out: string[] = [];
+export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
+  const out: CatalogItem[] = [];
   const comments: string[] = [];
   const comment = (what: string, text: unknown) => {
     if (text !== null && text !== undefined)
@@ -290,10 +302,10 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       comment(`VIEW ${q}`, r['comment']);
       continue;
     }
-    const elements: string[] = [];
+    const columns: { name: string; body: string }[] = [];
     for (const col of cols.get(oid) ?? []) {
       const cq = quoteIdent(str(col['name']));
-      let def = `${cq} ${str(col['type'])}`;
+      let def = str(col['type']);
       if (col['collation'] !== null) def += ` COLLATE ${str(col['collation'])}`;
       const identity = str(col['identity']);
       const generated = str(col['generated']);
@@ -302,13 +314,17 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       else if (generated === 's') def += ` GENERATED ALWAYS AS (${str(col['default_expr'])}) STORED`;
       else if (col['default_expr'] !== null) def += ` DEFAULT ${str(col['default_expr'])}`;
       if (col['not_null'] === 't') def += ' NOT NULL';
-      elements.push(def);
+      columns.push({ name: str(col['name']), body: def });
       comment(`COLUMN ${q}.${cq}`, col['comment']);
     }
-    for (const con of cons.get(oid) ?? []) {
-      const def = withIndexParameters(str(con['def']), catalogParameters(con['index_options']));
-      elements.push(`CONSTRAINT ${quoteIdent(str(con['name']))} ${def}`);
-    }
+    const constraints = (cons.get(oid) ?? []).map((con) => ({
+      name: str(con['name']),
+      body: withIndexParameters(str(con['def']), catalogParameters(con['index_options'])),
+    }));
+    const elements = [
+      ...columns.map((x) => `${quoteIdent(x.name)} ${x.body}`),
+      ...constraints.map((x) => `CONSTRAINT ${quoteIdent(x.name)} ${x.body}`),
+    ];
     const partitionBy = r['part_key'] === null ? '' : ` PARTITION BY ${str(r['part_key'])}`;
     const storage = withClause([
       ...catalogParameters(r['options']),
@@ -320,7 +336,8 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
       partitions.push(
         `CREATE TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy}${storage};`,
       );
-    } else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
+    } else if (partitionBy === '' && storage === '') out.push({ schema, name, columns, constraints });
+    else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
       (partition ? partitions : out).push(`${str(i['def'])};`);
@@ -360,18 +377,29 @@ function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
     if (o['comment_sql'] !== null) comments.push(str(o['comment_sql']));
     if (o['held_by'] !== null && o['held_by'] !== undefined) held.push(o);
   }
-  const script = [...out, ...partitions, ...views, ...objects, ...comments].join('\n');
-  for (const stmt of parseStatements(script, 'catalog')) {
-    try {
-      b.addStatement(stmt);
-    } catch (error) {
-      if (error instanceof DesiredStateError)
-        throw new DesiredStateError(`reading the live database: ${error.message}`);
-      throw error;
+  const items = [...out, ...partitions, ...views, ...objects, ...comments];
+  const load = (statements: readonly ParsedStatement[]) => {
+    const b = new DesiredStateBuilder(defaultSchema);
+    for (const stmt of statements) {
+      try {
+        b.addStatement(stmt);
+      } catch (error) {
+        if (error instanceof DesiredStateError)
+          throw new DesiredStateError(`reading the live database: ${error.message}`);
+        throw error;
+      }
     }
+    for (const u of unmanaged) b.addUnmanaged(u);
+    return b.build();
+  };
+  let model: SchemaModel;
+  try {
+    model = load(parseByPieces(items));
+  } catch {
+    // Whatever went wrong is reported as the whole text gives it: same statement positions, same message.
+    model = load(parseWhole(items));
   }
-  for (const u of unmanaged) b.addUnmanaged(u);
-  return withCatalogBoundValues(withHolders(b.build(), held));
+  return withCatalogBoundValues(withHolders(model, held));
 }
 
 /** Marks each function an unmanaged object uses with those users (see DefinedObject.heldBy). */

@@ -385,9 +385,31 @@ export function deparseNode(node: unknown): string {
   return deparseSync(node as never, { pretty: false } as never).trim();
 }
 
+/**
+ * Canonical forms already computed, by default schema and the node's exact text without positions: the same
+ * expression (`now()`, `''::text`, a CHECK repeated on every table) is deparsed and canonicalised once. The
+ * result depends on nothing else, so a hit is exactly what computing it again would give. Bounded, so a
+ * long-lived process does not keep every expression it ever saw.
+ */
+const EXPR_MEMO_LIMIT = 50_000;
+const exprMemo = new Map<string, Expr>();
+const byNode = new WeakMap<object, { defaultSchema: string; expr: Expr }>();
+const withoutPositions = (k: string, v: unknown) => (DROPPED_FIELDS.has(k) ? undefined : v);
+
 export function exprFromAst(node: unknown, defaultSchema: string = DEFAULT_SCHEMA): Expr {
-  const fixed = bitLiterals(node);
-  return { text: deparseNode(fixed), key: canonicalKey(fixed, defaultSchema) };
+  // The catalog's repeated fragments share one parsed node: found without serialising it.
+  const same = typeof node === 'object' && node !== null ? byNode.get(node) : undefined;
+  if (same !== undefined && same.defaultSchema === defaultSchema) return same.expr;
+  const memoKey = `${defaultSchema}\u0000${JSON.stringify(node, withoutPositions)}`;
+  let expr = exprMemo.get(memoKey);
+  if (expr === undefined) {
+    const fixed = bitLiterals(node);
+    expr = { text: deparseNode(fixed), key: canonicalKey(fixed, defaultSchema) };
+    if (exprMemo.size >= EXPR_MEMO_LIMIT) exprMemo.clear();
+    exprMemo.set(memoKey, expr);
+  }
+  if (typeof node === 'object' && node !== null) byNode.set(node, { defaultSchema, expr });
+  return expr;
 }
 
 /** Every identifier is quoted: `"..."` with inner quotes doubled. */

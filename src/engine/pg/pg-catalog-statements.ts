@@ -1,0 +1,120 @@
+/**
+ * The catalog's DDL as parsed statements, without parsing the same text thousands of times. A live
+ * database's tables repeat their column definitions (`bigint NOT NULL`, `text DEFAULT ''::text`) and
+ * constraint bodies (`PRIMARY KEY (id)`, `CHECK ((amount >= (0)::numeric))`) from table to table: each
+ * distinct body is parsed once, all of them in one batch, and every table's CREATE TABLE is put together
+ * from those parsed pieces, named as the table names them. What the builder receives is the statement the
+ * parser gives for the table's own text, positions aside (the catalog's text has no annotations, the only
+ * thing positions are read for), so the live model is the one the whole text would give.
+ *
+ * Everything else (indexes, views, functions, a table with storage parameters or partitions) is parsed as
+ * text, in one batch too.
+ */
+import { type ParsedStatement, parseStatements } from './pg-desired.ts';
+import { quoteIdent } from './pg-normalize.ts';
+import type { AstNode } from './pg-normalize.ts';
+
+/** A plain table's CREATE TABLE, as the names and element bodies it is written from. */
+export interface CatalogTable {
+  readonly schema: string;
+  readonly name: string;
+  /** Columns: name and the text after it. */
+  readonly columns: readonly { readonly name: string; readonly body: string }[];
+  /** Table constraints: name and the text after `CONSTRAINT "name"`. */
+  readonly constraints: readonly { readonly name: string; readonly body: string }[];
+}
+
+export type CatalogItem = string | CatalogTable;
+
+/** The text the table's statement is: what the whole-text path parses, and the one the pieces stand for. */
+export function tableText(t: CatalogTable): string {
+  const elements = [
+    ...t.columns.map((c) => `${quoteIdent(c.name)} ${c.body}`),
+    ...t.constraints.map((c) => `CONSTRAINT ${quoteIdent(c.name)} ${c.body}`),
+  ];
+  return `CREATE TABLE ${quoteIdent(t.schema)}.${quoteIdent(t.name)} (${elements.join(', ')});`;
+}
+
+const textOf = (item: CatalogItem) => (typeof item === 'string' ? item : tableText(item));
+
+/** Every item's statements by parsing the whole text: the reference the pieces must equal. */
+export function parseWhole(items: readonly CatalogItem[]): ParsedStatement[] {
+  return parseStatements(items.map(textOf).join('\n'), 'catalog');
+}
+
+const record = (x: unknown): AstNode => x as AstNode;
+
+/**
+ * The items' statements in order, each table put together from once-parsed pieces. Throws whatever the
+ * parser throws; the caller falls back to `parseWhole` for the exact message.
+ */
+export function parseByPieces(items: readonly CatalogItem[]): ParsedStatement[] {
+  const texts: string[] = [];
+  const pieces = new Map<string, AstNode | undefined>();
+  const columnKey = (body: string) => `c ${body}`;
+  const constraintKey = (body: string) => `CONSTRAINT c ${body}`;
+  for (const item of items) {
+    if (typeof item === 'string') {
+      texts.push(item);
+      continue;
+    }
+    for (const c of item.columns) pieces.set(columnKey(c.body), undefined);
+    for (const c of item.constraints) pieces.set(constraintKey(c.body), undefined);
+  }
+  // One statement per piece, so the nth parsed statement is the nth piece; the first is the header.
+  const keys = [...pieces.keys()];
+  const parsedPieces = parseStatements(
+    ['CREATE TABLE "s"."t" ();', ...keys.map((k) => `CREATE TABLE x (${k});`)].join('\n'),
+    'catalog',
+  );
+  if (parsedPieces.length !== keys.length + 1) throw new Error('catalog pieces did not parse one by one');
+  const header = parsedPieces[0] as ParsedStatement;
+  const relation = record(record(header.node['relation'])['RangeVar']);
+  keys.forEach((k, i) => {
+    const elts = (parsedPieces[i + 1] as ParsedStatement).node['tableElts'] as AstNode[] | undefined;
+    if (elts?.length !== 1) throw new Error('a catalog piece is not one table element');
+    pieces.set(k, elts[0]);
+  });
+
+  // The other statements, in one batch; each belongs to the text item its end falls in.
+  const starts: number[] = [];
+  let at = 0;
+  for (const t of texts) {
+    starts.push(at);
+    at += Buffer.byteLength(t) + 1;
+  }
+  const parsedTexts = parseStatements(texts.join('\n'), 'catalog');
+  const byText: ParsedStatement[][] = texts.map(() => []);
+  let item = 0;
+  for (const s of parsedTexts) {
+    while (item + 1 < starts.length && (starts[item + 1] ?? 0) < s.text.end) item++;
+    byText[item]?.push(s);
+  }
+
+  const out: ParsedStatement[] = [];
+  let textIndex = 0;
+  for (const it of items) {
+    if (typeof it === 'string') {
+      out.push(...(byText[textIndex++] ?? []));
+      continue;
+    }
+    const tableElts = [
+      ...it.columns.map((c) => {
+        const def = record(record(pieces.get(columnKey(c.body)))['ColumnDef']);
+        return { ColumnDef: { ...def, colname: c.name } };
+      }),
+      ...it.constraints.map((c) => {
+        const con = record(record(pieces.get(constraintKey(c.body)))['Constraint']);
+        return { Constraint: { ...con, conname: c.name } };
+      }),
+    ];
+    // The parser leaves an empty element list out, as the whole text would.
+    const node: AstNode = {
+      ...header.node,
+      relation: { RangeVar: { ...relation, schemaname: it.schema, relname: it.name } },
+      ...(tableElts.length > 0 ? { tableElts } : {}),
+    };
+    out.push({ ...header, node });
+  }
+  return out;
+}
