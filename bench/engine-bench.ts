@@ -222,8 +222,8 @@ async function main(): Promise<void> {
           cmd: migraTool.bin,
           args: [
             '--unsafe',
-            url(from).replace(/^postgres:/, 'postgresql:'),
-            url(to).replace(/^postgres:/, 'postgresql:'),
+            url(from).replace(/^postgres:/, 'postgresql+psycopg2:'),
+            url(to).replace(/^postgres:/, 'postgresql+psycopg2:'),
           ],
           // 2: differences found.
           ok: [0, 2],
