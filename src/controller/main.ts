@@ -18,20 +18,21 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
 import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
 import { approvalWebhooks } from '../admission/webhooks.ts';
 import { CONTROLLER_STATE_VERSION } from '../api/meta.ts';
 import { Manager } from './manager.ts';
+import { SharedConnectionKubeConfig } from './runtime/kube-config.ts';
 import { parseBindAddress, startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
 import { OperatorMetrics } from './metrics/operator-metrics.ts';
 
 const env = process.env;
 const log = pino({ level: env['PTAH_LOG_LEVEL'] ?? 'info', base: { component: 'ptah-operator' } });
 
-const kubeConfig = new k8s.KubeConfig();
+// One connection pool for every request and watch (see runtime/kube-config.ts).
+const kubeConfig = new SharedConnectionKubeConfig();
 if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
 else kubeConfig.loadFromCluster();
 

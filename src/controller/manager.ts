@@ -25,6 +25,14 @@ import { PtahObjects } from './runtime/kube.ts';
 import { SchemaReconciler, type SchemaCache } from './schema/reconciler.ts';
 import { MigrationReconciler } from './migration/reconciler.ts';
 import { approvalWebhookGate, type ApprovalGate } from './runtime/approval-webhook-gate.ts';
+import {
+  METADATA_ONLY_LIST,
+  metadataOf,
+  trimJob,
+  trimmedInformer,
+  withoutBookkeeping,
+  type Trim,
+} from './runtime/trimmed-informer.ts';
 
 export interface ManagerOptions {
   readonly kubeConfig: k8s.KubeConfig;
@@ -183,69 +191,61 @@ export class Manager {
     const batch = kubeConfig.makeApiClient(k8s.BatchV1Api);
     const group = `/apis/${API_GROUP}/${API_VERSION}`;
 
-    const schemas = k8s.makeInformer<WatchedSchema>(
-      kubeConfig,
-      `${group}/ptahschemas`,
-      () =>
-        custom.listClusterCustomObject({
-          group: API_GROUP,
-          version: API_VERSION,
-          plural: 'ptahschemas',
-        }) as Promise<k8s.KubernetesListObject<WatchedSchema>>,
-    );
-    this.schemas = schemas;
-    const approvals = k8s.makeInformer<WatchedApproval>(
-      kubeConfig,
-      `${group}/ptahschemaapprovals`,
-      () =>
-        custom.listClusterCustomObject({
-          group: API_GROUP,
-          version: API_VERSION,
-          plural: 'ptahschemaapprovals',
-        }) as Promise<k8s.KubernetesListObject<WatchedApproval>>,
-    );
-    // A plan deleted (or replaced) under a waiting resource is noticed at once, not at the next interval.
-    const plans = k8s.makeInformer<Watched>(
-      kubeConfig,
-      `${group}/ptahschemaplans`,
-      () =>
-        custom.listClusterCustomObject({
-          group: API_GROUP,
-          version: API_VERSION,
-          plural: 'ptahschemaplans',
-        }) as Promise<k8s.KubernetesListObject<Watched>>,
-    );
-    const list = <T extends Watched>(plural: string) =>
-      k8s.makeInformer<T>(
-        kubeConfig,
-        `${group}/${plural}`,
-        () =>
+    // Each cache keeps only what routing and the metrics read (runtime/trimmed-informer.ts).
+    const informer = <T extends Watched>(
+      plural: string,
+      trim: Trim<T>,
+    ): k8s.Informer<T> & k8s.ObjectCache<T> =>
+      trimmedInformer<T>(kubeConfig, {
+        path: `${group}/${plural}`,
+        list: () =>
           custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural }) as Promise<
             k8s.KubernetesListObject<T>
           >,
-      );
-    const migrations = list<WatchedSchema>('ptahmigrations');
+        trim,
+      });
+    // The reconciler's realm and target checks and the metrics read a schema's spec and status here.
+    const schemas = informer<WatchedSchema>('ptahschemas', withoutBookkeeping);
+    this.schemas = schemas;
+    const approvals = informer<WatchedApproval>('ptahschemaapprovals', withoutBookkeeping);
+    // A plan deleted (or replaced) under a waiting resource is noticed at once, not at the next interval;
+    // its labels name the resource, which is all the event needs.
+    const plans = informer<Watched>('ptahschemaplans', metadataOf);
+    const migrations = informer<WatchedSchema>('ptahmigrations', withoutBookkeeping);
     this.migrations = migrations;
-    const migrationApprovals = list<WatchedMigrationDecision>('ptahmigrationapprovals');
-    const acknowledgments = list<WatchedMigrationDecision>('ptahmigrationrunacknowledgments');
-    const migrationPlans = list<Watched>('ptahmigrationplans');
+    const migrationApprovals = informer<WatchedMigrationDecision>(
+      'ptahmigrationapprovals',
+      withoutBookkeeping,
+    );
+    const acknowledgments = informer<WatchedMigrationDecision>(
+      'ptahmigrationrunacknowledgments',
+      withoutBookkeeping,
+    );
+    const migrationPlans = informer<Watched>('ptahmigrationplans', metadataOf);
     const jobSelector = `${LABELS.managedBy}=${MANAGED_BY}`;
-    const jobs = k8s.makeInformer<k8s.V1Job>(
-      kubeConfig,
-      '/apis/batch/v1/jobs',
-      () => batch.listJobForAllNamespaces({ labelSelector: jobSelector }),
-      jobSelector,
-    );
+    const jobs = trimmedInformer<k8s.V1Job>(kubeConfig, {
+      path: '/apis/batch/v1/jobs',
+      list: () => batch.listJobForAllNamespaces({ labelSelector: jobSelector }),
+      trim: trimJob,
+      labelSelector: jobSelector,
+    });
     this.jobs = jobs;
-    // Our own snapshots and plan chunks (up to 8 MiB a plan) never enter the cache: only a person's
-    // ConfigMaps can be a source, and the reconciler reads every ConfigMap it decides on uncached.
+    // A person's ConfigMaps, by metadata only: an edit to a source is noticed at once (its resourceVersion
+    // moves) and the reconciler reads the one it needs from the API server; no data, and no copy of it in
+    // a last-applied annotation, is held here. Our own snapshots and plan chunks (up to 8 MiB a plan) are
+    // not watched at all: only a person's ConfigMap can be a source.
     const notOurs = `${LABELS.managedBy}!=${MANAGED_BY}`;
-    const configMaps = k8s.makeInformer<k8s.V1ConfigMap>(
-      kubeConfig,
-      '/api/v1/configmaps',
-      () => core.listConfigMapForAllNamespaces({ labelSelector: notOurs }),
-      notOurs,
-    );
+    const configMaps = trimmedInformer<k8s.V1ConfigMap>(kubeConfig, {
+      path: '/api/v1/configmaps',
+      list: () =>
+        core.listConfigMapForAllNamespaces(
+          { labelSelector: notOurs },
+          k8s.setHeaderOptions('Accept', METADATA_ONLY_LIST),
+        ),
+      trim: metadataOf,
+      labelSelector: notOurs,
+      metadataOnly: true,
+    });
 
     for (const verb of ['add', 'update', 'delete'] as const) {
       schemas.on(verb, (s) => queue.add(keyOf(s)));

@@ -4,7 +4,7 @@
  * bound to the claimed operation id is a result; everything else is "not arrived" or refused, never success.
  */
 import type { CoreV1Api, V1Job, V1Pod } from '@kubernetes/client-node';
-import { acceptFrame, decodeFrame } from '../../protocol/frame.ts';
+import { acceptFrame, decodeFrame, MAX_FRAME_PAYLOAD_BYTES } from '../../protocol/frame.ts';
 import type { RunnerOperation, RunnerResult } from '../../protocol/result.ts';
 import type { AnyOperationType, OperationClaim } from '../claims/claim.ts';
 import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from './operation-job.ts';
@@ -112,6 +112,13 @@ export function runnerOperation(claim: Claim): RunnerOperation {
   return RUNNER_OPERATION_OF[claim.type];
 }
 
+/**
+ * How much of an operation container's log is read: the largest frame, with its header and end marker, and
+ * 1 MiB for the runner's own lines and a child's diagnostics (bounded to 64 KiB by default). A longer log
+ * is not a runner's, and no more of it is held in the manager's memory.
+ */
+export const POD_LOG_LIMIT_BYTES = MAX_FRAME_PAYLOAD_BYTES + 1024 * 1024;
+
 /** Judges one Pod and its main container's log (undefined when the log could not be read). */
 export function harvestPod(
   pod: V1Pod,
@@ -145,6 +152,13 @@ export function harvestPod(
     return { kind: 'refused', message: 'the operation container never finished' };
   }
   if (log === undefined) return { kind: 'unavailable', message: 'the container log could not be read' };
+  if (Buffer.byteLength(log, 'utf8') >= POD_LOG_LIMIT_BYTES) {
+    // Read to the limit: the end of the log, where the frame is, was not read, and is not guessed at.
+    return {
+      kind: 'refused',
+      message: `the operation container's log is longer than ${POD_LOG_LIMIT_BYTES} bytes; its result frame was not read`,
+    };
+  }
   const accepted = acceptFrame(decodeFrame(log), {
     operation,
     operationId: claim.operationId,
@@ -231,6 +245,7 @@ export async function harvestJob(
         namespace,
         name: pod.metadata!.name!,
         container: MAIN_CONTAINER,
+        limitBytes: POD_LOG_LIMIT_BYTES,
       });
     } catch {
       log = undefined;

@@ -2,9 +2,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import type { Claim } from '../../../../src/api/ptah-schema.ts';
-import { credentialUnavailable, harvestJob } from '../../../../src/controller/jobs/harvest.ts';
+import {
+  credentialUnavailable,
+  harvestJob,
+  POD_LOG_LIMIT_BYTES,
+} from '../../../../src/controller/jobs/harvest.ts';
 import { controlledBy } from '../../../../src/controller/runtime/kube.ts';
-import { encodeFrame } from '../../../../src/protocol/frame.ts';
+import { encodeFrame, MAX_FRAME_PAYLOAD_BYTES } from '../../../../src/protocol/frame.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/protocol/result.ts';
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
@@ -148,5 +152,39 @@ describe('credentialUnavailable', () => {
     assert.equal(credentialUnavailable(waitingPod('secret "other" not found')), undefined);
     assert.equal(credentialUnavailable(waitingPod('unsupported fieldRef x')), undefined);
     assert.equal(credentialUnavailable(waitingPod('secret "db" not found', 'ContainerCreating')), undefined);
+  });
+});
+
+describe('harvest: the container log is read with a byte limit', () => {
+  const ours = pod('ours', JOB_UID);
+  /** The API server's limitBytes: the first bytes of the log, never more. */
+  function limitedCore(log: string, asked: { limitBytes?: number }): CoreV1Api {
+    return {
+      listNamespacedPod: async () => ({ items: [ours] }),
+      readNamespacedPodLog: async ({ limitBytes }: { limitBytes?: number }) => {
+        asked.limitBytes = limitBytes;
+        return limitBytes === undefined ? log : Buffer.from(log).subarray(0, limitBytes).toString('latin1');
+      },
+    } as unknown as CoreV1Api;
+  }
+
+  it('asks for no more than the largest frame and the runner’s bounded lines', async () => {
+    const asked: { limitBytes?: number } = {};
+    const h = await harvestJob(limitedCore(frame('succeeded', 0), asked), 'ns', claim, JOB_UID);
+    assert.equal(h.kind, 'accepted');
+    assert.equal(asked.limitBytes, POD_LOG_LIMIT_BYTES);
+    assert.ok(
+      POD_LOG_LIMIT_BYTES > MAX_FRAME_PAYLOAD_BYTES && POD_LOG_LIMIT_BYTES <= MAX_FRAME_PAYLOAD_BYTES * 2,
+    );
+  });
+
+  it('a log longer than the limit is refused by name, even with a frame beyond the limit', async () => {
+    const chatter = `${'x'.repeat(1023)}\n`.repeat(POD_LOG_LIMIT_BYTES / 1024 + 1);
+    const h = await harvestJob(limitedCore(chatter + frame('succeeded', 0), {}), 'ns', claim, JOB_UID);
+    assert.equal(h.kind, 'refused');
+    assert.match(
+      h.kind === 'refused' ? h.message : '',
+      /log is longer than \d+ bytes; its result frame was not read/,
+    );
   });
 });

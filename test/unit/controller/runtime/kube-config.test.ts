@@ -1,0 +1,43 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HttpMethod, RequestContext } from '@kubernetes/client-node';
+import { SharedConnectionKubeConfig } from '../../../../src/controller/runtime/kube-config.ts';
+
+function config(caData: string): SharedConnectionKubeConfig {
+  const kc = new SharedConnectionKubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', caData }],
+    users: [{ name: 'u', token: 'not-a-secret' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return kc;
+}
+
+async function dispatcherOf(kc: SharedConnectionKubeConfig): Promise<unknown> {
+  const context = new RequestContext('https://127.0.0.1:6443/api', HttpMethod.GET);
+  await kc.applySecurityAuthentication(context);
+  assert.equal(
+    context.getHeaders()['Authorization'],
+    'Bearer not-a-secret',
+    'the token is still applied per request',
+  );
+  return context.getDispatcher();
+}
+
+test('every request through the manager KubeConfig shares one connection pool', async () => {
+  const kc = config(Buffer.from('ca-one').toString('base64'));
+  const first = await dispatcherOf(kc);
+  assert.ok(first !== undefined);
+  assert.equal(await dispatcherOf(kc), first);
+  assert.equal(await dispatcherOf(kc), first);
+});
+
+test('new TLS material gets a new pool', async () => {
+  const kc = config(Buffer.from('ca-one').toString('base64'));
+  const first = await dispatcherOf(kc);
+  kc.clusters[0] = { ...kc.clusters[0]!, caData: Buffer.from('ca-two').toString('base64') };
+  const second = await dispatcherOf(kc);
+  assert.notEqual(second, first);
+  assert.equal(await dispatcherOf(kc), second);
+});
