@@ -2,11 +2,14 @@
 // agent and PostgreSQL, as the e2e tests start them (operation Pods run the compiled runner bundle).
 //
 //   npm run bench -- capacity
-//   PTAH_BENCH_ACTIVE=10 PTAH_BENCH_IDLE=100 npm run bench -- capacity
+//   PTAH_BENCH_ACTIVE=100 PTAH_BENCH_IDLE=0 npm run bench -- capacity
 //
 // Phase 1, cold start: ACTIVE schemas, one database each, policy Always: time until every one is InSync,
 // operation Jobs run and their rate, per-operation overhead (Job created → Pod running → Job finished),
-// manager RSS and CPU. Phase 2, steady state: IDLE more schemas that are suspended (the manager caches,
+// manager RSS and CPU, the work queue's wait (the manager's ptah_queue_wait_seconds). Then a change batch:
+// every ACTIVE source gets a new column at once, and the time until every database has it and every
+// resource is InSync again is measured, with the API requests the manager sent per resource (its
+// ptah_api_requests_total) during the batch and during an idle minute. Phase 2, steady state: IDLE more schemas that are suspended (the manager caches,
 // watches and reconciles them, but runs no Job), to see what each resource costs the manager's memory;
 // RSS is read after the queue settles. Phase 3, a restart burst: the manager is restarted and the time until
 // it has looked at every resource again (each ACTIVE resource's status rewritten or confirmed) is measured.
@@ -14,12 +17,47 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type * as k8s from '@kubernetes/client-node';
-import { at, createSchema, createSecret, createSource, startE2E, type E2E } from '../test/e2e/harness.ts';
+import {
+  at,
+  createSchema,
+  createSecret,
+  createSource,
+  query,
+  startE2E,
+  type E2E,
+} from '../test/e2e/harness.ts';
+import { freePort } from '../test/env/ports.ts';
 import type { PtahSchema } from '../src/api/ptah-schema.ts';
 
 const ACTIVE = Number(process.env['PTAH_BENCH_ACTIVE'] ?? 10);
 const IDLE = Number(process.env['PTAH_BENCH_IDLE'] ?? 100);
 const TABLE = 'CREATE TABLE public.items (id bigint PRIMARY KEY, name text NOT NULL);\n';
+const CHANGED = 'CREATE TABLE public.items (id bigint PRIMARY KEY, name text NOT NULL, note text);\n';
+
+/** The manager's Prometheus text, as numbers by series (name and labels exactly as printed). */
+async function scrape(port: number): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const series = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (m) series.set(m[1]!, Number(m[2]));
+  }
+  return series;
+}
+
+const sum = (s: Map<string, number>, prefix: string) =>
+  [...s].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+
+/** A quantile of a histogram's increase between two scrapes, as the upper bound of its bucket. */
+function histogramQuantile(before: Map<string, number>, after: Map<string, number>, name: string, q: number) {
+  const buckets = [...after]
+    .filter(([k]) => k.startsWith(`${name}_bucket{`))
+    .map(([k, v]) => ({ le: Number(/le="([^"]+)"/.exec(k)![1]), n: v - (before.get(k) ?? 0) }))
+    .sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.n ?? 0;
+  if (total === 0) return NaN;
+  return buckets.find((b) => b.n >= q * total)!.le;
+}
 
 function procStatus(pid: number): { rssMiB: number; cpuSeconds: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -88,18 +126,28 @@ const row = (name: string, value: string) => {
 
 const e2e = await startE2E();
 try {
-  const pid = e2e.manager?.pid ?? (await e2e.startManager()).pid;
+  const metricsPort = await freePort();
+  // As the chart runs it: metrics served, a 15 s leader Lease (the e2e default of 5 s is lost on a busy
+  // machine, and a manager that loses its Lease exits).
+  const managerEnv = {
+    PTAH_METRICS_BIND_ADDRESS: `127.0.0.1:${metricsPort}`,
+    PTAH_LEADER_LEASE_SECONDS: '15',
+  };
+  const pid = (await e2e.startManager(managerEnv)).pid;
   const base = procStatus(pid);
   row('manager RSS, no resources', `${base.rssMiB.toFixed(1)} MiB`);
 
   // Phase 1: cold start of ACTIVE schemas.
+  const urls: string[] = [];
   for (let i = 0; i < ACTIVE; i++) {
     const name = `cap${i}`;
     const url = await e2e.env.postgres!.createDatabase(`cap${i}_db`);
+    urls.push(url);
     await createSource(e2e, `${name}-src`, { 'schema.sql': TABLE });
     await createSecret(e2e, `${name}-db`, url);
   }
   const cpu0 = procStatus(pid).cpuSeconds;
+  const metrics0 = await scrape(metricsPort);
   const started = performance.now();
   for (let i = 0; i < ACTIVE; i++) {
     await createSchema(e2e, `cap${i}`, {
@@ -127,6 +175,55 @@ try {
   );
   row('manager CPU during the cold start', `${(after.cpuSeconds - cpu0).toFixed(1)} s`);
   row(`manager RSS, ${ACTIVE} resources InSync`, `${after.rssMiB.toFixed(1)} MiB`);
+  const metrics1 = await scrape(metricsPort);
+  const waitP = (q: number) => histogramQuantile(metrics0, metrics1, 'ptah_queue_wait_seconds', q).toFixed(3);
+  row('queue wait during the cold start, p50/p99 (bucket bound)', `${waitP(0.5)} / ${waitP(0.99)} s`);
+  const coldRequests = sum(metrics1, 'ptah_api_requests_total') - sum(metrics0, 'ptah_api_requests_total');
+  row('API requests per resource, cold start', (coldRequests / ACTIVE).toFixed(1));
+
+  // The change batch: every source edited at once; Always applies each new plan.
+  await new Promise((r) => setTimeout(r, 15_000));
+  const cpu2 = procStatus(pid).cpuSeconds;
+  const metrics2 = await scrape(metricsPort);
+  const batchStarted = performance.now();
+  for (let i = 0; i < ACTIVE; i++) {
+    await e2e.core.replaceNamespacedConfigMap({
+      namespace: e2e.namespace,
+      name: `cap${i}-src`,
+      body: { metadata: { name: `cap${i}-src` }, data: { 'schema.sql': CHANGED } },
+    });
+  }
+  const pending = new Set(urls.keys());
+  await until(`${ACTIVE} changes applied`, 60 * 60_000, async () => {
+    for (const i of [...pending]) {
+      const rows = await query(
+        urls[i]!,
+        "SELECT 1 FROM information_schema.columns WHERE table_name = 'items' AND column_name = 'note'",
+      );
+      if (rows.length > 0) pending.delete(i);
+    }
+    if (pending.size > 0) return false;
+    const all = await schemas(e2e);
+    return all.filter((s) => s.status?.phase === 'InSync').length >= ACTIVE;
+  });
+  const batch = performance.now() - batchStarted;
+  const metrics3 = await scrape(metricsPort);
+  row(`change batch, ${ACTIVE} plans published and applied`, `${(batch / 1000).toFixed(1)} s`);
+  row('manager CPU during the change batch', `${(procStatus(pid).cpuSeconds - cpu2).toFixed(1)} s`);
+  const batchWaitP = (q: number) =>
+    histogramQuantile(metrics2, metrics3, 'ptah_queue_wait_seconds', q).toFixed(3);
+  row(
+    'queue wait during the change batch, p50/p99 (bucket bound)',
+    `${batchWaitP(0.5)} / ${batchWaitP(0.99)} s`,
+  );
+  const batchRequests = sum(metrics3, 'ptah_api_requests_total') - sum(metrics2, 'ptah_api_requests_total');
+  row('API requests per resource, change batch', (batchRequests / ACTIVE).toFixed(1));
+  row(`manager RSS after the change batch`, `${procStatus(pid).rssMiB.toFixed(1)} MiB`);
+  await new Promise((r) => setTimeout(r, 60_000));
+  const metrics4 = await scrape(metricsPort);
+  const idleRequests = sum(metrics4, 'ptah_api_requests_total') - sum(metrics3, 'ptah_api_requests_total');
+  row(`API requests per resource per idle minute, ${ACTIVE} resources`, (idleRequests / ACTIVE).toFixed(2));
+  row(`manager RSS, ${ACTIVE} resources, idle minute later`, `${procStatus(pid).rssMiB.toFixed(1)} MiB`);
 
   // Phase 2: IDLE suspended schemas on top (cached, watched, reconciled; no Job).
   const cpu1 = procStatus(pid).cpuSeconds;
@@ -152,6 +249,7 @@ try {
     });
   }
   await until(`${IDLE} suspended`, 30 * 60_000, async () => {
+    if (IDLE === 0) return true;
     const all = await schemas(e2e);
     return all.filter((s) => s.status?.phase === 'Suspended').length >= IDLE;
   });
@@ -170,7 +268,7 @@ try {
   // Phase 3: restart burst.
   await e2e.manager?.stop(5_000);
   const restarted = performance.now();
-  const next = await e2e.startManager();
+  const next = await e2e.startManager(managerEnv);
   const burst = await until('every InSync resource looked at again', 10 * 60_000, async () => {
     const all = await schemas(e2e);
     // A pass that re-reads the resource and confirms its state writes nothing; the leader election and

@@ -31,12 +31,12 @@ import { OperatorMetrics } from './metrics/operator-metrics.ts';
 const env = process.env;
 const log = pino({ level: env['PTAH_LOG_LEVEL'] ?? 'info', base: { component: 'ptah-operator' } });
 
+const metrics = env['PTAH_METRICS_BIND_ADDRESS'] ? new OperatorMetrics() : undefined;
 // One connection pool for every request and watch (see runtime/kube-config.ts).
-const kubeConfig = new SharedConnectionKubeConfig();
+const kubeConfig = new SharedConnectionKubeConfig((method) => metrics?.apiRequest(method));
 if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
 else kubeConfig.loadFromCluster();
 
-const metrics = env['PTAH_METRICS_BIND_ADDRESS'] ? new OperatorMetrics() : undefined;
 const manager = new Manager({
   kubeConfig,
   coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system',

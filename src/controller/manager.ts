@@ -78,7 +78,7 @@ export class Manager {
 
   async start(signal: AbortSignal): Promise<void> {
     const { kubeConfig, log } = this.options;
-    const queue = new WorkQueue({ baseMs: 500, maxMs: 60_000 });
+    const queue = new WorkQueue({ baseMs: 500, maxMs: 60_000 }, (ms) => this.options.metrics?.waited(ms));
     this.startWatches(queue, signal);
     const { metrics } = this.options;
     if (metrics && this.schemas && this.jobs) {

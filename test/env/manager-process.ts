@@ -14,25 +14,34 @@ export interface ManagerProcessOptions {
   readonly extraEnv?: Readonly<Record<string, string>>;
 }
 
+/** The Node flags the chart runs the manager with (deploy/helm/ptah-operator/values.yaml, `command`). */
+export const MANAGER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
 /**
  * Starts the compiled manager (dist/ptah-operator.mjs, what the image runs) as its own process with only the variables it is meant to see: the
  * tests and the demo run the manager exactly as a Deployment would, with the manager ServiceAccount's
  * kubeconfig and nothing of the caller's environment but PATH.
  */
 export function startManagerProcess(options: ManagerProcessOptions): ManagedProcess {
-  return startProcess('ptah-operator', process.execPath, [builtProgram('ptah-operator')], options.logFile, {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      KUBECONFIG: options.kubeconfig,
-      PTAH_COORDINATION_NAMESPACE: options.coordinationNamespace,
-      PTAH_RUNNER_IMAGE: options.runnerImage,
-      PTAH_MANAGER_IDENTITY: options.identity,
-      PTAH_LEADER_LEASE_SECONDS: String(options.leaderLeaseSeconds),
-      ...(options.logLevel !== undefined ? { PTAH_LOG_LEVEL: options.logLevel } : {}),
-      PTAH_WEBHOOK_CERT_FILE: options.webhook.certFile,
-      PTAH_WEBHOOK_KEY_FILE: options.webhook.keyFile,
-      PTAH_WEBHOOK_PORT: String(options.webhook.port),
-      ...options.extraEnv,
+  return startProcess(
+    'ptah-operator',
+    process.execPath,
+    [...MANAGER_NODE_FLAGS, builtProgram('ptah-operator')],
+    options.logFile,
+    {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        KUBECONFIG: options.kubeconfig,
+        PTAH_COORDINATION_NAMESPACE: options.coordinationNamespace,
+        PTAH_RUNNER_IMAGE: options.runnerImage,
+        PTAH_MANAGER_IDENTITY: options.identity,
+        PTAH_LEADER_LEASE_SECONDS: String(options.leaderLeaseSeconds),
+        ...(options.logLevel !== undefined ? { PTAH_LOG_LEVEL: options.logLevel } : {}),
+        PTAH_WEBHOOK_CERT_FILE: options.webhook.certFile,
+        PTAH_WEBHOOK_KEY_FILE: options.webhook.keyFile,
+        PTAH_WEBHOOK_PORT: String(options.webhook.port),
+        ...options.extraEnv,
+      },
     },
-  });
+  );
 }

@@ -55,6 +55,8 @@ export class OperatorMetrics {
   private readonly jobsFinished: Counter<'kind' | 'operation' | 'outcome'>;
   private readonly operationDuration: Histogram<'kind' | 'operation' | 'outcome'>;
   private readonly leader: Gauge;
+  private readonly queueWait: Histogram;
+  private readonly apiRequestCount: Counter<'method'>;
 
   constructor(now: () => Date = () => new Date()) {
     const registers = [this.registry];
@@ -85,6 +87,18 @@ export class OperatorMetrics {
       registers,
     });
     this.leader.set(0);
+    this.queueWait = new Histogram({
+      name: `${PREFIX}queue_wait_seconds`,
+      help: 'Time a resource waited in the work queue, from being added to a worker taking it.',
+      buckets: [0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    });
+    this.apiRequestCount = new Counter({
+      name: `${PREFIX}api_requests_total`,
+      help: 'Requests this process sent to the API server, by HTTP method; a watch counts once per connection.',
+      labelNames: ['method'],
+      registers,
+    });
 
     // Read at each scrape, through an arrow so `this` inside `collect` stays the gauge.
     const read = (): { states: KindState[]; jobs: JobState[] } | undefined => {
@@ -212,6 +226,15 @@ export class OperatorMetrics {
   jobGone(job: k8s.V1Job): void {
     const uid = job.metadata?.uid;
     if (uid !== undefined) this.counted.delete(uid);
+  }
+
+  /** A key was taken from the work queue after waiting `ms`. */
+  waited(ms: number): void {
+    this.queueWait.observe(ms / 1000);
+  }
+
+  apiRequest(method: string): void {
+    this.apiRequestCount.inc({ method });
   }
 
   setLeader(leading: boolean): void {

@@ -22,7 +22,13 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 export class SharedConnectionKubeConfig extends KubeConfig {
   private shared: { readonly key: string; readonly dispatcher: Dispatcher } | undefined;
 
+  /** `onRequest` is told the method of every request (a watch once per connection), to be counted. */
+  constructor(private readonly onRequest?: (method: string) => void) {
+    super();
+  }
+
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    this.onRequest?.(context.getHttpMethod());
     await super.applySecurityAuthentication(context);
     // No dispatcher: a plain connection without TLS options, which undici's global pool already shares.
     if (context.getDispatcher() === undefined) return;

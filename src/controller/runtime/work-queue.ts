@@ -14,7 +14,8 @@ const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 500, maxMs: 5 * 60_000 };
  */
 export class WorkQueue {
   private readonly queue: string[] = [];
-  private readonly queued = new Set<string>();
+  /** Each queued key and when it was added (Date.now()), for the time it waits. */
+  private readonly queued = new Map<string, number>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
@@ -22,7 +23,11 @@ export class WorkQueue {
   private waiters: (() => void)[] = [];
   private shuttingDown = false;
 
-  constructor(private readonly backoff: BackoffOptions = DEFAULT_BACKOFF) {}
+  constructor(
+    private readonly backoff: BackoffOptions = DEFAULT_BACKOFF,
+    /** Told how long each key waited between being added and a worker taking it. */
+    private readonly onWaited?: (ms: number) => void,
+  ) {}
 
   get length(): number {
     return this.queue.length;
@@ -35,7 +40,7 @@ export class WorkQueue {
       return;
     }
     if (this.queued.has(key)) return;
-    this.queued.add(key);
+    this.queued.set(key, Date.now());
     this.queue.push(key);
     this.wake();
   }
@@ -81,7 +86,9 @@ export class WorkQueue {
       if (this.shuttingDown) return undefined;
       const key = this.queue.shift();
       if (key !== undefined) {
+        const since = this.queued.get(key);
         this.queued.delete(key);
+        if (since !== undefined) this.onWaited?.(Date.now() - since);
         this.processing.add(key);
         return key;
       }

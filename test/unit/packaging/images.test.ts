@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
+import { MANAGER_NODE_FLAGS } from '../../env/manager-process.ts';
 import { OPERATOR_IMAGE } from '../../env/operator-image.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -118,7 +119,9 @@ describe('the images', () => {
       command: string[];
     };
     assert.equal(values.command[0], 'node');
-    assert.match(values.command[1] ?? '', /^\/app\/dist\/ptah-operator\.mjs$/);
+    assert.match(values.command.at(-1) ?? '', /^\/app\/dist\/ptah-operator\.mjs$/);
+    // The tests run the manager with the chart's Node flags.
+    assert.deepEqual(values.command.slice(1, -1), MANAGER_NODE_FLAGS);
     assert.match(readFileSync(join(ROOT, 'scripts/build.ts'), 'utf8'), /ptah-operator/);
   });
 });

@@ -89,3 +89,16 @@ test('a thrown error is retried after backoff and the error is reported', async 
   assert.equal(calls, 3);
   assert.deepEqual(errors, [10, 20]);
 });
+
+test('the time a key waited in the queue is reported when a worker takes it', async () => {
+  const waits: number[] = [];
+  const q = new WorkQueue({ baseMs: 10, maxMs: 100 }, (ms) => waits.push(ms));
+  q.add('a');
+  q.add('a');
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(await q.get(), 'a');
+  assert.equal(waits.length, 1, 'a coalesced add waits once');
+  assert.ok(waits[0]! >= 25 && waits[0]! < 5_000, String(waits[0]));
+  q.done('a');
+  q.shutdown();
+});
