@@ -28,6 +28,8 @@ function accessFor(registry: RegistryServer, password = registry.auth?.password 
 const files = [
   { path: 'schema.sql', bytes: Buffer.from('create table t (id int primary key);\n') },
   { path: 'views/v.sql', bytes: Buffer.from('create view v as select id from t;\n') },
+  // Larger than the error-body ceiling: the HEAD before its upload must not be taken for a body.
+  { path: 'z-large.sql', bytes: Buffer.from(`-- ${'x'.repeat(100_000)}\n`) },
 ];
 
 async function rejectsWith(promise: Promise<unknown>, reason: string, secret?: string): Promise<OciError> {
@@ -60,7 +62,18 @@ test('OCI client against a TLS registry with basic auth: push, resolve by tag, p
     );
     // Same files → same digest as a ConfigMap snapshot computes.
     assert.equal(pushed.contentDigest, buildManifest(files).contentDigest);
-    assert.deepEqual(pushed.files, ['schema.sql', 'views/v.sql']);
+    assert.deepEqual(pushed.files, ['schema.sql', 'views/v.sql', 'z-large.sql']);
+    // Pushing again finds every blob present (HEAD 200 with the blob's length) and gives the same digest.
+    const again = await pushArtifact(
+      `${registry.host}/team/app-schema:v1-again`,
+      ARTIFACT_TYPE.schema,
+      files,
+      access,
+      {
+        annotations: { 'org.opencontainers.image.source': 'https://example.invalid/app' },
+      },
+    );
+    assert.equal(again.artifact.digest, pushed.artifact.digest);
 
     const resolved = await resolveArtifact(`oci://${registry.host}/team/app-schema:v1`, access);
     assert.equal(resolved.digest, pushed.artifact.digest);
@@ -85,6 +98,17 @@ test('OCI client against a TLS registry with basic auth: push, resolve by tag, p
     await rejectsWith(
       pullArtifact(`${registry.host}/team/app-schema:v1`, access, ARTIFACT_TYPE.schema),
       'InvalidReference',
+    );
+
+    // HEAD: existence and the reported digest, without the bytes.
+    const head = await new RegistryClient(access).headManifest(
+      parseReference(resolved.resolvedReference),
+      'v1',
+    );
+    assert.deepEqual(head, { digest: resolved.digest, mediaType: resolved.mediaType, size: resolved.size });
+    assert.equal(
+      await new RegistryClient(access).headManifest(parseReference(resolved.resolvedReference), 'missing'),
+      undefined,
     );
 
     // No referrers API in this registry: the client falls back to the sha256-<hex> tag, which is absent.

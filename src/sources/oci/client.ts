@@ -121,6 +121,42 @@ export class RegistryClient {
     return { digest, mediaType: manifest.mediaType, bytes: res.body, manifest };
   }
 
+  /**
+   * What the registry says about a manifest without its bytes: for existence checks only. Nothing read
+   * this way is trusted as content; resolve reads the manifest with GET so its digest is computed here.
+   */
+  async headManifest(
+    ref: ArtifactReference,
+    tagOrDigest: string,
+    signal?: AbortSignal,
+  ): Promise<
+    { digest: string | undefined; mediaType: string | undefined; size: number | undefined } | undefined
+  > {
+    const res = await this.send(ref, {
+      method: 'HEAD',
+      path: `manifests/${tagOrDigest}`,
+      headers: { accept: MANIFEST_ACCEPT },
+      maxBytes: 0,
+      action: 'pull',
+      signal,
+    });
+    if (res.status === 404) return undefined;
+    this.expectOk(res, ref, `the manifest ${tagOrDigest}`);
+    const digest = res.headers['docker-content-digest'];
+    if (tagOrDigest.startsWith('sha256:') && digest !== undefined && digest !== tagOrDigest) {
+      throw new OciError(
+        'DigestMismatch',
+        `${ref.registry}/${ref.repository}: the registry reports ${digest} for the manifest ${tagOrDigest}`,
+      );
+    }
+    const length = Number(res.headers['content-length']);
+    return {
+      digest,
+      mediaType: res.headers['content-type']?.split(';')[0]?.trim(),
+      size: Number.isSafeInteger(length) ? length : undefined,
+    };
+  }
+
   /** A blob by its descriptor, refused if longer than `maxBytes` or the descriptor's size, or if its digest differs. */
   async getBlob(
     ref: ArtifactReference,

@@ -110,7 +110,7 @@ export class Transport {
           timeout: timeoutMs,
         },
         (res) => {
-          readBounded(res, req.maxBytes, where).then(
+          readBounded(res, req.method === 'HEAD' ? 0 : req.maxBytes, where, req.method === 'HEAD').then(
             (body) => resolve({ status: res.statusCode ?? 0, headers: flatten(res), body, url }),
             reject,
           );
@@ -130,10 +130,16 @@ export class Transport {
   }
 }
 
-function readBounded(res: IncomingMessage, maxBytes: number, where: string): Promise<Uint8Array> {
+/** A HEAD answer's Content-Length is the size of what GET would send, not a body: it is not checked. */
+function readBounded(
+  res: IncomingMessage,
+  maxBytes: number,
+  where: string,
+  head: boolean,
+): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const declared = Number(res.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes) {
+    if (!head && Number.isFinite(declared) && declared > maxBytes) {
       res.destroy();
       reject(
         new OciError(
