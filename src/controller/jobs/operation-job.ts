@@ -39,25 +39,18 @@ import {
   type ArtifactJobSource,
   type OciJobSource,
 } from './oci-job-source.ts';
+import {
+  JOB_ANNOTATIONS,
+  JOB_FAMILIES,
+  MAIN_CONTAINER,
+  RUNNER_UID,
+  SNAPSHOT_CHECK_CONTAINER,
+} from '../../api/job-envelope.ts';
 
-export const OPERATION_COMPONENT = 'schema-operation';
-export const MIGRATION_OPERATION_COMPONENT = 'migration-operation';
-export const RUNNER_UID = 65532;
-export const MAIN_CONTAINER = 'ptah';
-export const SNAPSHOT_CHECK_CONTAINER = 'check-snapshot';
-
-export const ANNOTATIONS = {
-  operationId: `${API_GROUP}/operation-id`,
-  inputsFingerprint: `${API_GROUP}/input-fingerprint`,
-  ptahVersion: `${API_GROUP}/ptah-version`,
-  managerImage: `${API_GROUP}/controller-image`,
-  managerRevision: `${API_GROUP}/controller-revision`,
-  controllerStateVersion: `${API_GROUP}/controller-state-version`,
-  runnerProtocolVersion: `${API_GROUP}/runner-protocol-version`,
-  contentDigest: `${API_GROUP}/content-digest`,
-  planFingerprint: `${API_GROUP}/plan-fingerprint`,
-  planContentDigest: `${API_GROUP}/plan-content-digest`,
-} as const;
+export const OPERATION_COMPONENT = JOB_FAMILIES.schema.component;
+export const MIGRATION_OPERATION_COMPONENT = JOB_FAMILIES.migration.component;
+export { MAIN_CONTAINER, RUNNER_UID, SNAPSHOT_CHECK_CONTAINER };
+export const ANNOTATIONS = JOB_ANNOTATIONS;
 
 /** Which manager builds the Job; recorded, never a credential. */
 export interface ManagerIdentity {
@@ -239,7 +232,8 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
     manager: input.manager,
     now: input.now,
     source,
-    extraAnnotations: plan !== undefined ? { [ANNOTATIONS.planFingerprint]: plan.fingerprint } : {},
+    // The envelope's eight and no more: the inputs fingerprint binds the plan, and the sequence is in env.
+    extraAnnotations: {},
     extraVolumes: [],
     extraMounts: [],
     env: [

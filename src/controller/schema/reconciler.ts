@@ -25,7 +25,7 @@ import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schem
 import type { RunnerResult } from '../../protocol/result.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
-import { buildChunkConfigMap, CHUNK_COMPONENT, CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { buildChunkConfigMap, CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
@@ -369,12 +369,12 @@ export class SchemaReconciler {
   }
 
   /**
-   * Deletes this resource's plans that status no longer names, and their chunks. The chunks are owned by
-   * their plan, so garbage collection would take them too; deleting them here keeps the store bounded
-   * even where collection lags. Only objects this resource owns, by UID, are touched.
+   * Deletes this resource's plans that status no longer names. Their chunks are owned by their plan, and
+   * garbage collection takes them with it: admission (ptah-config-map-deletion) lets the manager delete no
+   * ConfigMap but a source snapshot. Only plans this resource owns, by UID, are touched.
    */
   private async collectPlans(view: SchemaView, keep: ReadonlySet<string>): Promise<void> {
-    const { ptah, core, log } = this.deps;
+    const { ptah, log } = this.deps;
     const plans = await ptah.list<PtahSchemaPlan>(
       'ptahschemaplans',
       view.namespace,
@@ -386,28 +386,17 @@ export class SchemaReconciler {
       );
       const uid = plan.metadata.uid;
       if (!owned || uid === undefined || keep.has(plan.metadata.name)) continue;
-      const chunks = await core.listNamespacedConfigMap({
-        namespace: view.namespace,
-        labelSelector: `${LABELS.component}=${CHUNK_COMPONENT},${LABELS.plan}=${plan.metadata.name}`,
-      });
       // A conflict is a newer object under the name (the UID precondition): it is not ours to delete.
       await orUndefined(ptah.delete('ptahschemaplans', view.namespace, plan.metadata.name, uid)).catch(
         (error: unknown) => {
           if (!isConflict(error)) throw error;
         },
       );
-      for (const cm of chunks.items) {
-        if (!(cm.metadata?.ownerReferences ?? []).some((o) => o.uid === uid)) continue;
-        await orUndefined(
-          core.deleteNamespacedConfigMap({ namespace: view.namespace, name: cm.metadata!.name! }),
-        );
-      }
       log.info(
         {
           schema: view.name,
           namespace: view.namespace,
           plan: plan.metadata.name,
-          chunks: chunks.items.length,
         },
         'retired plan deleted',
       );
