@@ -20,6 +20,12 @@ export interface RowRequest {
 export interface SchemaDialect {
   readonly name: 'postgres' | 'mysql';
   readonly supportsTransactionalDdl: boolean;
+  /**
+   * A protected table name covers a table whatever the case of either. MySQL: the server may fold names
+   * (lower_case_table_names 1 or 2) or keep them apart by case (0); protecting every spelling refuses
+   * rather than lets a change through.
+   */
+  readonly protectedNamesIgnoreCase?: boolean;
   connect(url: string): Promise<Session>;
   /** Catalog queries an inspection makes, independent of the number of tables. */
   readonly catalogQueryCount: number;

@@ -258,7 +258,7 @@ export async function plan(
   scope: ScopeOptions = {},
 ): Promise<PlanResult> {
   // A protected name that does not parse is refused before anything connects.
-  const isProtected = protectedMatcher(scope.protectedTables ?? []);
+  const isProtected = protectedMatcher(scope.protectedTables ?? [], dialect.protectedNamesIgnoreCase);
   const session = await dialect.connect(url);
   try {
     await run(session, dialect.beginReadOnly());

@@ -69,7 +69,18 @@ export function excludeObjects(model: SchemaModel, patterns: readonly string[]):
  */
 export function protectedMatcher(
   names: readonly string[],
+  /** The dialect's names match whatever their case (MySQL): so must protected ones. */
+  ignoreCase = false,
 ): (schema: string, table: string) => string | undefined {
   const parsed = names.map((text) => ({ text, name: parseTableName(text) }));
-  return (schema, table) => parsed.find((p) => tableNameCovers(p.name, schema, table))?.text;
+  if (!ignoreCase) return (schema, table) => parsed.find((p) => tableNameCovers(p.name, schema, table))?.text;
+  const lower = parsed.map((p) => ({
+    text: p.text,
+    name: {
+      table: p.name.table.toLowerCase(),
+      ...(p.name.schema !== undefined ? { schema: p.name.schema.toLowerCase() } : {}),
+    },
+  }));
+  return (schema, table) =>
+    lower.find((p) => tableNameCovers(p.name, schema.toLowerCase(), table.toLowerCase()))?.text;
 }

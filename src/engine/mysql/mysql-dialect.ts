@@ -18,6 +18,7 @@ const LOCK_NAME = "CONCAT('ptah.schema.apply:', DATABASE())";
 export const mysqlDialect: SchemaDialect = {
   name: 'mysql',
   supportsTransactionalDdl: mysqlAdapterFacts.supportsTransactionalDdl,
+  protectedNamesIgnoreCase: true,
   connect: (url) => connectMysql(url),
   catalogQueryCount: CATALOG_QUERY_COUNT,
   inspect: inspectMysql,
