@@ -60,4 +60,13 @@ describe('protected table names', () => {
     assert.equal(protectedMatcher(['Orders'])('s', 'orders'), 'Orders', 'unquoted folds: protects orders');
     assert.throws(() => protectedMatcher(['a.b.c']), TableNameError);
   });
+
+  it('covers a table whatever the case of either where the dialect says so (MySQL)', () => {
+    const match = protectedMatcher(['Orders', '"AUDIT".Events'], true);
+    assert.equal(match('app', 'Orders'), 'Orders');
+    assert.equal(match('app', 'ORDERS'), 'Orders');
+    assert.equal(match('audit', 'EVENTS'), '"AUDIT".Events');
+    assert.equal(match('app', 'events'), undefined, 'a qualified name still covers its schema only');
+    assert.equal(match('app', 'order_lines'), undefined);
+  });
 });
