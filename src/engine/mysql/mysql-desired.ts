@@ -32,6 +32,7 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
+import { declaresNotEnforced, declaresPartitions, PARTITIONS_FIX } from './mysql-partitions.ts';
 import { type AnnotatedText, elementsOf, hasAnnotation, renameAnnotations } from './mysql-annotations.ts';
 import {
   type Respelled,
@@ -119,6 +120,12 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       alterTable(text, where, around);
       return;
     }
+    if (/^create\s+(?:temporary\s+)?table\b/i.test(text) && declaresPartitions(text))
+      throw new DesiredStateError(`${where}: CREATE TABLE … PARTITION BY: ${PARTITIONS_FIX}`);
+    if (/^(?:create|alter)\s+(?:temporary\s+)?table\b/i.test(text) && declaresNotEnforced(text))
+      throw new DesiredStateError(
+        `${where}: CHECK … NOT ENFORCED is not managed by the schema engine (MariaDB has no such state, and a check the server does not enforce is a comment); declare the check enforced, or leave it out`,
+      );
     let r: Respelled;
     if (/^create\s+(?:temporary\s+)?table\b/i.test(text)) r = respellCreateTable(text);
     else if (/^create\s+(?:unique\s+|fulltext\s+|spatial\s+)?index\b/i.test(text)) {

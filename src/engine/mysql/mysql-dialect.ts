@@ -10,6 +10,7 @@ import {
   readRows,
   readServerFacts,
 } from './mysql-inspector.ts';
+import { partitionRefusals } from './mysql-partitions.ts';
 import { renderMysql } from './mysql-renderer.ts';
 
 /** GET_LOCK names are server-wide: the database's name keeps two databases' applies apart. */
@@ -28,6 +29,7 @@ export const mysqlDialect: SchemaDialect = {
   resolveDesired: async (session, desired) =>
     resolveWith(desired as DesiredModel, await readServerFacts(session)),
   render: renderMysql,
+  checkChanges: partitionRefusals,
   countData,
   // A MySQL schema is the connected database: unqualified names can mean nothing else.
   useDefaultSchema: () => [],
