@@ -1,6 +1,7 @@
 // `ptah schema inspect|plan|apply|drift`: parse flags, call the engine, print one result as JSON or text,
 // and map it to an exit code (src/cli/exit-codes.ts). The engine never exits the process.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline/promises';
 import { EXIT, type ExitCode } from './exit-codes.ts';
 import { TableNameError } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
@@ -48,7 +49,7 @@ options:
   --plan FILE               the plan file to apply (apply)
   --dry-run                 validate the plan bytes and list the statements without touching the database (apply)
   --lock-timeout MS         lock timeout for apply, in milliseconds (default 10000)
-  --auto-approve            accepted for scripts; apply never prompts
+  --auto-approve            apply without asking (apply asks on a terminal; without one it never does)
   --json                    print one JSON document on stdout (same as --format json)
   -h, --help                show this help
 
@@ -127,6 +128,27 @@ function one(f: Flags, name: string): string | undefined {
   const v = f.values.get(name);
   if (v && v.length > 1) throw new UsageError(`--${name} may be given once`);
   return v?.[0];
+}
+
+/**
+ * On a terminal, apply shows what the plan does and asks; only `yes` applies (Terraform's rule). Without
+ * a terminal (scripts, CI, the runner) nothing is asked. A plan file that does not validate is not asked
+ * about: apply reports why.
+ */
+async function approved(bytes: Buffer): Promise<boolean> {
+  if (process.stdin.isTTY !== true) return true;
+  const check = await applyPlan(undefined, bytes, { dryRun: true });
+  if (check.outcome !== 'validated') return true;
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    process.stderr.write(applyText(check).replace('not applied (dry run)', 'to apply'));
+    const answer = await rl.question(
+      `Apply ${check.statements.length} statement(s)${check.destructive ? ' (DESTRUCTIVE)' : ''}? Only 'yes' applies: `,
+    );
+    return answer.trim() === 'yes';
+  } finally {
+    rl.close();
+  }
 }
 
 function print(json: boolean, doc: unknown, text: string): void {
@@ -255,6 +277,10 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
       if (lockTimeoutMs !== undefined && (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs < 0))
         throw new UsageError('--lock-timeout must be a number of milliseconds');
       const url = dryRun ? undefined : target().url;
+      if (!dryRun && !f.bools.has('auto-approve') && !(await approved(bytes))) {
+        process.stderr.write('not applied: the plan was not approved; nothing was changed\n');
+        return EXIT.refused;
+      }
       const r = await applyPlan(url, bytes, {
         dryRun,
         ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),

@@ -22,10 +22,12 @@ export interface TableRef {
 }
 
 export interface CommentTarget {
-  readonly objectType: 'TABLE' | 'COLUMN' | 'VIEW' | 'TYPE' | 'SEQUENCE' | 'INDEX' | 'SCHEMA';
+  readonly objectType: 'TABLE' | 'COLUMN' | 'VIEW' | 'TYPE' | 'SEQUENCE' | 'INDEX' | 'SCHEMA' | 'CONSTRAINT';
   readonly schema: string;
+  /** The object; for COLUMN and CONSTRAINT, their table. */
   readonly name: string;
   readonly column?: string;
+  readonly constraint?: string;
 }
 
 export type Change =
@@ -215,7 +217,9 @@ const TABLE_OF: TableOf = {
   DropView: none,
   // An index's comment names the index, not its table; the index itself is checked through CreateIndex.
   SetComment: (c) =>
-    c.target.objectType === 'TABLE' || c.target.objectType === 'COLUMN'
+    c.target.objectType === 'TABLE' ||
+    c.target.objectType === 'COLUMN' ||
+    c.target.objectType === 'CONSTRAINT'
       ? { schema: c.target.schema, name: c.target.name }
       : undefined,
   InsertRow: own,

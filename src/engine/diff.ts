@@ -286,6 +286,7 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
             target: { objectType: 'INDEX', schema: t.schema, name: i.name },
             comment: i.comment,
           });
+      for (const c of constraints) pushConstraintComment(ref(t), c, undefined, push);
       continue;
     }
     if (diffTable(live, t, push)) {
@@ -643,6 +644,9 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   if (JSON.stringify(sortedOptions(live.options)) !== JSON.stringify(sortedOptions(t.options)))
     push({ kind: 'AlterTableOptions', table: tr, from: live.options ?? {}, options: t.options ?? {} });
   for (const c of sortConstraints(addCons)) push({ kind: 'AddConstraint', table: tr, constraint: c });
+  for (const c of addCons) pushConstraintComment(tr, c, undefined, push);
+  for (const [l, d] of cons.matched)
+    if (!addCons.includes(d) && l.comment !== d.comment) pushConstraintComment(tr, d, l, push);
   for (const i of sortIndexes(addIdx)) push({ kind: 'CreateIndex', table: tr, index: i });
   for (const i of addIdx)
     if (i.comment !== undefined && i.name !== undefined)
@@ -662,6 +666,21 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
 
 function sortedOptions(o: Readonly<Record<string, string>> | undefined): [string, string][] {
   return Object.entries(o ?? {}).sort((a, b) => cmp(a[0], b[0]));
+}
+
+/** A constraint's comment: set when it is new (and has one), or changed from the live one's. */
+function pushConstraintComment(
+  tr: TableRef,
+  c: Constraint,
+  live: Constraint | undefined,
+  push: (c: Change) => void,
+): void {
+  if (c.name === undefined || c.comment === live?.comment) return;
+  push({
+    kind: 'SetComment',
+    target: { objectType: 'CONSTRAINT', schema: tr.schema, name: tr.name, constraint: c.name },
+    ...(c.comment !== undefined ? { comment: c.comment } : {}),
+  });
 }
 
 function pushColumnComment(tr: TableRef, c: Column, push: (c: Change) => void): void {

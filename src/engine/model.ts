@@ -55,6 +55,8 @@ export type FkAction = 'no action' | 'restrict' | 'cascade' | 'set null' | 'set 
 export interface PrimaryKey {
   readonly kind: 'PrimaryKey';
   readonly name?: string;
+  /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
+  readonly comment?: string;
   readonly columns: readonly string[];
   /** PostgreSQL: the constraint index's storage parameters, as sorted `name=value` texts. */
   readonly storage?: readonly string[];
@@ -63,6 +65,8 @@ export interface PrimaryKey {
 export interface UniqueConstraint {
   readonly kind: 'Unique';
   readonly name?: string;
+  /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
+  readonly comment?: string;
   readonly columns: readonly string[];
   readonly nullsNotDistinct: boolean;
   readonly deferrable: boolean;
@@ -74,6 +78,8 @@ export interface UniqueConstraint {
 export interface CheckConstraint {
   readonly kind: 'Check';
   readonly name?: string;
+  /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
+  readonly comment?: string;
   readonly expression: Expr;
   /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
   readonly notValid?: boolean;
@@ -85,6 +91,8 @@ export interface CheckConstraint {
 export interface ExclusionConstraint {
   readonly kind: 'Exclusion';
   readonly name?: string;
+  /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
+  readonly comment?: string;
   /** The whole clause after the name, as rendered; `key` compares it. */
   readonly definition: Expr;
 }
@@ -92,6 +100,8 @@ export interface ExclusionConstraint {
 export interface ForeignKey {
   readonly kind: 'ForeignKey';
   readonly name?: string;
+  /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
+  readonly comment?: string;
   readonly columns: readonly string[];
   readonly refSchema: string;
   readonly refTable: string;

@@ -253,15 +253,27 @@ export class DesiredStateBuilder {
 
   /** Adds one file. A problem in a statement is recorded and the next statement is read. */
   addSql(sql: string, source: string): void {
-    let statements: ParsedStatement[];
-    try {
-      statements = parseStatements(sql, source);
-    } catch (error) {
-      if (!(error instanceof DesiredStateError)) throw error;
-      this.problems.push(error.message);
-      return;
+    this.addFiles([{ path: source, sql }]);
+  }
+
+  /**
+   * The desired files, declarations in any order: every object is declared first (schemas, types,
+   * sequences, tables, functions, views), then what names one (constraints added by ALTER TABLE, indexes,
+   * triggers, policies, rows), then comments; within each, in file order. Every problem is collected.
+   */
+  addFiles(files: readonly { path: string; sql: string }[]): void {
+    const all: ParsedStatement[] = [];
+    for (const f of files) {
+      try {
+        all.push(...parseStatements(f.sql, f.path).flatMap(schemaElements));
+      } catch (error) {
+        if (!(error instanceof DesiredStateError)) throw error;
+        this.problems.push(error.message);
+      }
     }
-    for (const s of statements) {
+    const stage = (s: ParsedStatement) => (DECLARATIONS.has(s.type) ? 0 : s.type === 'CommentStmt' ? 2 : 1);
+    const ordered = all.map((s, i) => ({ s, i })).sort((a, b) => stage(a.s) - stage(b.s) || a.i - b.i);
+    for (const { s } of ordered) {
       try {
         this.addStatement(s);
       } catch (error) {
@@ -961,7 +973,18 @@ export class DesiredStateBuilder {
         return; // an extension's comment is the extension's own (pg_dump repeats it)
       case 'OBJECT_TABCONSTRAINT': {
         const q = qual(list.slice(0, -1));
-        this.declareUnmanaged('constraint comment', q.schema, `${q.name}.${list[list.length - 1] ?? ''}`);
+        const name = list[list.length - 1] ?? '';
+        if (this.isUnmanagedRelation(q)) return;
+        const t = this.tables.get(objectKey(q.schema, q.name));
+        const i = t?.constraints.findIndex((c) => c.name === name) ?? -1;
+        const c = t?.constraints[i];
+        if (t === undefined || c === undefined) {
+          // A constraint the model does not hold (a domain's, a partition's inherited copy): its comment too.
+          this.declareUnmanaged('constraint comment', q.schema, `${q.name}.${name}`);
+          return;
+        }
+        const { comment: _old, ...rest } = c;
+        t.constraints[i] = text === undefined ? rest : { ...rest, comment: text };
         return;
       }
       case 'OBJECT_TABLE': {
@@ -1648,6 +1671,68 @@ function unqualifyIn(sel: AstNode): AstNode {
   return strip(sel) as AstNode;
 }
 
+/** Statements that declare an object others may name: loaded before the statements naming them. */
+const DECLARATIONS = new Set([
+  'CreateSchemaStmt',
+  'CreateExtensionStmt',
+  'CreateEnumStmt',
+  'CompositeTypeStmt',
+  'CreateRangeStmt',
+  'CreateDomainStmt',
+  'CreateSeqStmt',
+  'CreateStmt',
+  'CreateFunctionStmt',
+  'ViewStmt',
+  'CreateTableAsStmt',
+]);
+
+/**
+ * `CREATE SCHEMA s CREATE TABLE t ... CREATE VIEW v ...`: the schema, then each element as a statement of
+ * its own at the same position. PostgreSQL puts s first on the search path while it runs them, so an
+ * unqualified relation an element creates or names (not a CTE's name) is s's.
+ */
+function schemaElements(s: ParsedStatement): ParsedStatement[] {
+  const elements =
+    s.type === 'CreateSchemaStmt' ? (s.node['schemaElts'] as AstNode[] | undefined) : undefined;
+  if (elements === undefined || elements.length === 0) return [s];
+  const schema = String(s.node['schemaname']);
+  const { schemaElts: _e, ...schemaNode } = s.node;
+  const out: ParsedStatement[] = [{ ...s, node: schemaNode }];
+  for (const el of elements) {
+    const type = Object.keys(el)[0] ?? '';
+    const ctes = new Set<string>();
+    const collect = (x: unknown): void => {
+      if (Array.isArray(x)) x.forEach(collect);
+      else if (isRecord(x)) {
+        if (isRecord(x['CommonTableExpr'])) ctes.add(String(x['CommonTableExpr']['ctename']));
+        Object.values(x).forEach(collect);
+      }
+    };
+    collect(el);
+    const qualify = (x: unknown): unknown => {
+      if (Array.isArray(x)) return x.map(qualify);
+      if (!isRecord(x)) return x;
+      const out: AstNode = {};
+      for (const [k, v] of Object.entries(x)) out[k] = qualify(v);
+      if (isRecord(x['RangeVar'])) {
+        const rv = out['RangeVar'] as AstNode;
+        if (rv['schemaname'] === undefined && !ctes.has(String(rv['relname'])))
+          out['RangeVar'] = { ...rv, schemaname: schema };
+      }
+      // An element's own relation (CREATE TABLE t, CREATE VIEW v, CREATE INDEX ... ON t) and a foreign
+      // key's table are bare RangeVars.
+      for (const k of ['relation', 'view', 'sequence', 'pktable']) {
+        const rv = out[k];
+        if (isRecord(rv) && rv['relname'] !== undefined && rv['schemaname'] === undefined)
+          out[k] = { ...rv, schemaname: schema };
+      }
+      return out;
+    };
+    out.push({ ...s, type, node: (qualify(el) as AstNode)[type] as AstNode });
+  }
+  return out;
+}
+
 /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
 export async function loadDesiredSql(
   files: readonly { path: string; sql: string }[],
@@ -1655,6 +1740,6 @@ export async function loadDesiredSql(
 ): Promise<SchemaModel> {
   await ensureParser();
   const b = new DesiredStateBuilder(defaultSchema);
-  for (const f of files) b.addSql(f.sql, f.path);
+  b.addFiles(files);
   return b.build();
 }

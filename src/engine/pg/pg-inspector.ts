@@ -91,7 +91,7 @@ WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT 
 ORDER BY a.attrelid, a.attnum`;
 
 const Q_CONSTRAINTS = `SELECT co.conrelid::text AS oid, co.conname AS name, co.contype AS type,
-  pg_get_constraintdef(co.oid) AS def,
+  pg_get_constraintdef(co.oid) AS def, obj_description(co.oid, 'pg_constraint') AS comment,
   (SELECT array_to_json(ci.reloptions)::text FROM pg_class ci WHERE ci.oid = co.conindid AND co.contype IN ('p', 'u')) AS index_options
 FROM pg_constraint co JOIN pg_class c ON c.oid = co.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p') AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
@@ -321,6 +321,8 @@ export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaM
       name: str(con['name']),
       body: withIndexParameters(str(con['def']), catalogParameters(con['index_options'])),
     }));
+    for (const con of cons.get(oid) ?? [])
+      comment(`CONSTRAINT ${quoteIdent(str(con['name']))} ON ${q}`, con['comment']);
     const elements = [
       ...columns.map((x) => `${quoteIdent(x.name)} ${x.body}`),
       ...constraints.map((x) => `CONSTRAINT ${quoteIdent(x.name)} ${x.body}`),

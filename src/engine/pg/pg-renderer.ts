@@ -58,6 +58,8 @@ function commentTarget(t: CommentTarget): string {
   if (t.objectType === 'SCHEMA') return `SCHEMA ${quoteIdent(t.name)}`;
   if (t.objectType === 'COLUMN')
     return `COLUMN ${quoteQualified(t.schema, t.name)}.${quoteIdent(t.column ?? '')}`;
+  if (t.objectType === 'CONSTRAINT')
+    return `CONSTRAINT ${quoteIdent(t.constraint ?? '')} ON ${quoteQualified(t.schema, t.name)}`;
   return `${t.objectType} ${quoteQualified(t.schema, t.name)}`;
 }
 

@@ -233,4 +233,44 @@ describe('ptah schema CLI (postgres)', () => {
     const dry = await ptah(['apply', '--plan', out, '--dry-run', '--json']);
     assert.deepEqual((JSON.parse(dry.stdout) as { header: unknown }).header, header);
   });
+
+  test('apply on a terminal shows the plan and asks: only yes applies', async () => {
+    const db = await server.createDatabase('cli_tty');
+    const env = { PTAH_DB_URL: db };
+    const file = join(dir, 'tty.sql');
+    writeFileSync(file, 'CREATE TABLE asked (id int PRIMARY KEY);\n');
+    const out = join(dir, 'tty.plan');
+    assert.equal((await ptah(['plan', '--desired', file, '--out', out], env)).code, 3);
+    // script(1) gives the CLI a pseudo-terminal as its stdin; what is written to script's stdin is typed.
+    const onTerminal = (answer: string) =>
+      new Promise<Run>((resolve, reject) => {
+        const cmd = [process.execPath, BIN, 'schema', 'apply', '--plan', out].map((a) => `'${a}'`).join(' ');
+        const child = spawn('script', ['-qec', cmd, '/dev/null'], {
+          env: { ...process.env, PTAH_DEV_DB_URL: undefined, ...env },
+        });
+        let stdout = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr: '' }));
+        child.stdin.end(`${answer}\n`);
+      });
+    const exists = async () => {
+      const c = new pg.Client({ connectionString: db });
+      await c.connect();
+      const r = await c.query("SELECT to_regclass('public.asked') IS NOT NULL AS e");
+      await c.end();
+      return r.rows[0]?.e === true;
+    };
+    const no = await onTerminal('y');
+    noSecret(no);
+    assert.match(no.stdout, /CREATE TABLE "public"\."asked"/);
+    assert.match(no.stdout, /Apply 1 statement\(s\)\? Only 'yes' applies/);
+    assert.match(no.stdout, /not applied/);
+    assert.equal(no.code, 4);
+    assert.equal(await exists(), false, 'nothing was applied');
+    const yes = await onTerminal('yes');
+    assert.equal(yes.code, 0, yes.stdout);
+    assert.match(yes.stdout, /outcome: applied/);
+    assert.equal(await exists(), true);
+  });
 });
