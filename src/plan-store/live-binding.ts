@@ -14,6 +14,8 @@ export type LiveBinding = Pick<
   | 'schemaUID'
   | 'sourceType'
   | 'configMapUID'
+  | 'verificationPolicyUID'
+  | 'verificationPolicyDigest'
   | 'contentDigest'
   | 'coordinationDigest'
   | 'targetIdentityDigest'
@@ -33,6 +35,8 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   schemaUID: true,
   sourceType: true,
   configMapUID: true,
+  verificationPolicyUID: true,
+  verificationPolicyDigest: true,
   contentDigest: true,
   coordinationDigest: true,
   targetIdentityDigest: true,
@@ -47,6 +51,16 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
 };
 
 /**
+ * Bindings only one source type has (a ConfigMap's UID, an OCI source's policy): absent on both sides they
+ * agree. Which of them a source type must bind, the fingerprint itself refuses to leave out.
+ */
+const BY_SOURCE_TYPE: ReadonlySet<keyof LiveBinding> = new Set([
+  'configMapUID',
+  'verificationPolicyUID',
+  'verificationPolicyDigest',
+]);
+
+/**
  * The names of the bindings that differ between the stored plan and the live inputs (a field the live side
  * does not know, such as a target never read, differs), plus `fingerprint` when the stored binding no longer
  * hashes to the plan's own fingerprint. Empty: the plan still describes what an Apply would run under.
@@ -57,7 +71,7 @@ export function liveBindingDifferences(
 ): string[] {
   const binding = plan.spec.binding;
   const differing: string[] = (Object.keys(LIVE_FIELDS) as (keyof LiveBinding)[]).filter(
-    (field) => live[field] === undefined || binding[field] !== live[field],
+    (field) => binding[field] !== live[field] || (live[field] === undefined && !BY_SOURCE_TYPE.has(field)),
   );
   let recomputed: string | undefined;
   try {
