@@ -34,10 +34,10 @@ import type {
   Resolution,
   UnresolvedRun,
 } from './model.ts';
-import { recordResolution, recordTarget, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { sourceStep } from '../snapshot/source-step.ts';
 import {
   artifactClaimMoved,
-  artifactIdle,
   resolutionInputs,
   resolveResult,
   sourceRefusalMessage,
@@ -367,20 +367,9 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
     block(b, 'RealmConflict', 'another PtahMigration claims the same database realm');
     return;
   }
-  let sourceChanged: boolean;
-  if (input.artifact !== undefined) {
-    const gate = artifactIdle(b, migrationFamily(b, input), input.artifact);
-    if (!gate.proceed) return;
-    recordTarget(b, input);
-    sourceChanged = gate.inputsChanged;
-  } else {
-    if (!input.resolution.ok) {
-      b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
-      fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
-      return;
-    }
-    ({ sourceChanged } = recordResolution(b, input.resolution.value, input));
-  }
+  const source = sourceStep(b, migrationFamily(b, input), input);
+  if (source === undefined) return;
+  const { sourceChanged } = source;
 
   const generationChanged = st.observedGeneration !== migration.generation;
   const inputsChanged = sourceChanged || generationChanged;

@@ -39,10 +39,10 @@ import type {
   SchemaStatus,
   SchemaView,
 } from './model.ts';
-import { recordResolution, recordTarget, type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
+import { sourceStep } from '../snapshot/source-step.ts';
 import {
   artifactClaimMoved,
-  artifactIdle,
   resolutionInputs,
   resolveResult,
   sourceRefusalMessage,
@@ -263,20 +263,9 @@ function handleIdle(b: Builder, input: DecideInput): void {
     return;
   }
 
-  let sourceChanged: boolean;
-  if (input.artifact !== undefined) {
-    const gate = artifactIdle(b, schemaFamily(b, input), input.artifact);
-    if (!gate.proceed) return;
-    recordTarget(b, input);
-    sourceChanged = gate.inputsChanged;
-  } else {
-    if (!input.resolution.ok) {
-      b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
-      fail(b, input, 'Resolve', input.resolution.reason, input.resolution.message);
-      return;
-    }
-    ({ sourceChanged } = recordResolution(b, input.resolution.value, input));
-  }
+  const source = sourceStep(b, schemaFamily(b, input), input);
+  if (source === undefined) return;
+  const { sourceChanged } = source;
 
   const generationChanged = st.observedGeneration !== schema.generation;
   const inputsChanged = sourceChanged || generationChanged;
