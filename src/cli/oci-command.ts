@@ -3,6 +3,7 @@
 // credentials come from a file (--registry-config or PTAH_REGISTRY_CONFIG), never from argv, and no
 // message prints them.
 import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parse } from 'yaml';
 import { EXIT, type ExitCode } from './exit-codes.ts';
 import {
@@ -78,7 +79,7 @@ interface Flags {
   readonly positional: string[];
 }
 
-const VALUE_FLAGS = new Set([
+const VALUE_FLAGS = [
   'registry-config',
   'ca-file',
   'policy',
@@ -86,37 +87,29 @@ const VALUE_FLAGS = new Set([
   'annotation',
   'dir',
   'format',
-]);
-const BOOL_FLAGS = new Set(['json', 'plain-http', 'no-referrers', 'help']);
+] as const;
+const BOOL_FLAGS = ['json', 'plain-http', 'no-referrers'] as const;
+const OPTIONS = {
+  ...Object.fromEntries(VALUE_FLAGS.map((n) => [n, { type: 'string', multiple: true }])),
+  ...Object.fromEntries(BOOL_FLAGS.map((n) => [n, { type: 'boolean' }])),
+  help: { type: 'boolean', short: 'h' },
+} satisfies ParseArgsConfig['options'];
 
+/** node:util's parser; value flags are collected as lists so `one` can refuse a repeated one by name. */
 function parseFlags(argv: readonly string[]): Flags {
+  const { values: parsed, positionals } = parseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
   const values = new Map<string, string[]>();
   const bools = new Set<string>();
-  const positional: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '-h') {
-      bools.add('help');
-      continue;
-    }
-    if (!arg.startsWith('--')) {
-      positional.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if (BOOL_FLAGS.has(name)) {
-      if (eq >= 0) throw new UsageError(`--${name} takes no value`);
-      bools.add(name);
-    } else if (VALUE_FLAGS.has(name)) {
-      const v = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-      if (v === undefined) throw new UsageError(`--${name} needs a value`);
-      values.set(name, [...(values.get(name) ?? []), v]);
-    } else {
-      throw new UsageError(`unknown flag --${name}`);
-    }
+  for (const [name, value] of Object.entries(parsed)) {
+    if (Array.isArray(value)) values.set(name, value.map(String));
+    else if (value === true) bools.add(name);
   }
-  return { values, bools, positional };
+  return { values, bools, positional: positionals };
 }
 
 function one(f: Flags, name: string): string | undefined {

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RegistryClient } from './client.ts';
-import { keyThatSigned } from './cosign.ts';
+import { keyThatSigned, signatureFinding, type SignatureCheck } from './cosign.ts';
 import { artifactTypeOf, MEDIA_TYPE } from './manifest.ts';
 import type { PolicyKey } from './policy.ts';
 import type { ArtifactReference } from './reference.ts';
@@ -24,12 +24,6 @@ export interface BundleChecks {
   readonly signers: readonly string[];
   readonly findings: readonly VerificationFinding[];
 }
-
-type BundleVerdict =
-  | { readonly verdict: 'valid'; readonly key: PolicyKey }
-  | { readonly verdict: 'untrusted' }
-  | { readonly verdict: 'otherDigest'; readonly key: PolicyKey; readonly signedDigest: string }
-  | { readonly verdict: 'malformed'; readonly why: string };
 
 export async function checkBundleReferrers(
   client: RegistryClient,
@@ -68,7 +62,7 @@ export async function checkBundleReferrers(
     const where = `Sigstore bundle ${d.digest}`;
     const layer = referrer.manifest.layers[0];
     const subject = referrer.manifest.subject?.digest;
-    let check: BundleVerdict;
+    let check: SignatureCheck;
     if (layer === undefined) check = { verdict: 'malformed', why: 'its manifest has no layer' };
     else if (subject !== digest)
       check = { verdict: 'malformed', why: `its manifest's subject is ${subject ?? 'absent'}` };
@@ -80,24 +74,8 @@ export async function checkBundleReferrers(
         keys,
       );
     if (check.verdict === 'valid') signers.push(check.key.name);
-    else if (check.verdict === 'untrusted') {
-      findings.push({
-        rule: 'signature-untrusted',
-        message: `${where} verifies under none of the policy's keys: it was made by another key, or its content was changed`,
-        blocking: true,
-      });
-    } else if (check.verdict === 'otherDigest') {
-      findings.push({
-        rule: 'signature-digest',
-        message: `${where} by key ${check.key.name} covers ${check.signedDigest}, not ${digest}`,
-        blocking: true,
-      });
-    } else
-      findings.push({
-        rule: 'signature-malformed',
-        message: `${where} is not a usable bundle: ${check.why}`,
-        blocking: true,
-      });
+    const finding = signatureFinding(check, where, digest, { signed: 'content', kind: 'a usable bundle' });
+    if (finding !== undefined) findings.push(finding);
   }
   return { examined, signers, findings };
 }
@@ -118,7 +96,7 @@ export function checkBundle(
   digest: string,
   manifestBytes: Uint8Array,
   keys: readonly PolicyKey[],
-): BundleVerdict {
+): SignatureCheck {
   let doc: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));

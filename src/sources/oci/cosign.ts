@@ -9,6 +9,7 @@ import type { RegistryClient } from './client.ts';
 import type { Descriptor } from './manifest.ts';
 import type { PolicyKey } from './policy.ts';
 import type { ArtifactReference } from './reference.ts';
+import type { VerificationFinding } from './verify.ts';
 
 export const SIMPLE_SIGNING_MEDIA_TYPE = 'application/vnd.dev.cosign.simplesigning.v1+json';
 export const SIGNATURE_ANNOTATION = 'dev.cosignproject.cosign/signature';
@@ -88,4 +89,38 @@ export async function checkSimpleSignature(
   if ('why' in signed) return { verdict: 'malformed', why: signed.why };
   if (signed.digest !== artifactDigest) return { verdict: 'otherDigest', key, signedDigest: signed.digest };
   return { verdict: 'valid', key };
+}
+
+/**
+ * What a signature that does not count says, for a cosign signature and a Sigstore bundle alike; a valid one
+ * gives no finding. `what` names the thing checked, `signed` what a changed one had changed.
+ */
+export function signatureFinding(
+  check: SignatureCheck,
+  where: string,
+  digest: string,
+  what: { readonly signed: string; readonly kind: string },
+): VerificationFinding | undefined {
+  switch (check.verdict) {
+    case 'valid':
+      return undefined;
+    case 'untrusted':
+      return {
+        rule: 'signature-untrusted',
+        message: `${where} verifies under none of the policy's keys: it was made by another key, or its ${what.signed} was changed`,
+        blocking: true,
+      };
+    case 'otherDigest':
+      return {
+        rule: 'signature-digest',
+        message: `${where} by key ${check.key.name} covers ${check.signedDigest}, not ${digest}`,
+        blocking: true,
+      };
+    case 'malformed':
+      return {
+        rule: 'signature-malformed',
+        message: `${where} is not ${what.kind}: ${check.why}`,
+        blocking: true,
+      };
+  }
 }

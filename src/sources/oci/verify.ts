@@ -5,7 +5,7 @@
  */
 import { describeManifest, type ResolvedArtifact } from './artifacts.ts';
 import { RegistryClient, type RegistryAccess } from './client.ts';
-import { checkSimpleSignature, signatureTag } from './cosign.ts';
+import { checkSimpleSignature, signatureFinding, signatureTag } from './cosign.ts';
 import { checkBundleReferrers } from './bundle.ts';
 import type { VerificationPolicy } from './policy.ts';
 import { parseReference, type ArtifactReference } from './reference.ts';
@@ -144,25 +144,11 @@ async function collectSignatures(
       const where = `cosign signature ${i} (tag ${signatureTag(digest)})`;
       const check = await checkSimpleSignature(client, ref, layer, digest, keys, signal);
       if (check.verdict === 'valid') signers.push(check.key.name);
-      else if (check.verdict === 'untrusted') {
-        findings.push({
-          rule: 'signature-untrusted',
-          message: `${where} verifies under none of the policy's keys: it was made by another key, or its payload was changed`,
-          blocking: true,
-        });
-      } else if (check.verdict === 'otherDigest') {
-        findings.push({
-          rule: 'signature-digest',
-          message: `${where} by key ${check.key.name} covers ${check.signedDigest}, not ${digest}`,
-          blocking: true,
-        });
-      } else {
-        findings.push({
-          rule: 'signature-malformed',
-          message: `${where} is not a cosign signature: ${check.why}`,
-          blocking: true,
-        });
-      }
+      const finding = signatureFinding(check, where, digest, {
+        signed: 'payload',
+        kind: 'a cosign signature',
+      });
+      if (finding !== undefined) findings.push(finding);
     }
   }
   const bundles = await checkBundleReferrers(client, ref, digest, keys, limit - examined, signal);
