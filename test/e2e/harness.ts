@@ -276,6 +276,27 @@ export async function eventsOf(e2e: E2E, name: string, reason: string): Promise<
   return list.items;
 }
 
+/**
+ * The Events of one reason once at least one exists. The manager records Events after the status write that
+ * a test usually waits for, so a list read straight after that write can miss one still on its way; on
+ * timeout this returns what is there (maybe nothing) and leaves the verdict to the caller's assertion.
+ */
+export async function eventsOnceRecorded(
+  e2e: E2E,
+  name: string,
+  reason: string,
+  timeoutMs = 15_000,
+): Promise<k8s.CoreV1Event[]> {
+  return eventually(
+    `a ${reason} Event on ${name}`,
+    async () => {
+      const events = await eventsOf(e2e, name, reason);
+      return events.length > 0 ? events : undefined;
+    },
+    timeoutMs,
+  ).catch(() => eventsOf(e2e, name, reason));
+}
+
 export function at(e2e: E2E, plural: string) {
   return { group: API_GROUP, version: API_VERSION, namespace: e2e.namespace, plural };
 }

@@ -10,6 +10,7 @@ import {
   declareSchema,
   dumpDebug,
   eventsOf,
+  eventsOnceRecorded,
   eventually,
   getSchema,
   operationJobs,
@@ -69,7 +70,7 @@ describe('operator.ptah.run/read-requested-at', { skip }, () => {
       observesBefore + 1,
       'exactly one new read',
     );
-    const answered = await eventsOf(e2e(), 'readreq', 'ReadRequested');
+    const answered = await eventsOnceRecorded(e2e(), 'readreq', 'ReadRequested');
     assert.equal(answered.length, 1);
     assert.equal(answered[0]!.count, 1, 'answered once (a repeat would raise the count)');
     assert.equal(answered[0]!.type, 'Normal');

@@ -12,7 +12,7 @@ import {
   createSecret,
   createSource,
   dumpDebug,
-  eventsOf,
+  eventsOnceRecorded,
   eventually,
   getSchema,
   operationJobs,
@@ -104,7 +104,7 @@ describe('an Apply against a repointed Secret', { skip }, () => {
     );
 
     // The reason is shown, and no URL or password anywhere the user reads.
-    const events = await eventsOf(e2e(), 'target', 'TargetIdentityMismatch');
+    const events = await eventsOnceRecorded(e2e(), 'target', 'TargetIdentityMismatch');
     assert.ok(events.length >= 1, 'a TargetIdentityMismatch Event');
     assert.equal(events[0]!.type, 'Warning');
     const visible = JSON.stringify([refused.status, replanned.status, events.map((e) => e.message)]);
