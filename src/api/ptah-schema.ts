@@ -5,6 +5,7 @@
  * so the exactly-one-source rule grows with it when the Git source arrives.
  */
 import { DURATION_PATTERN } from './duration.ts';
+import { SERVER_PRODUCTS, SERVER_VERSION_PATTERN } from '../protocol/result.ts';
 import { TABLE_NAME_PATTERN } from '../protocol/table-name.ts';
 import {
   API_GROUP,
@@ -377,8 +378,21 @@ export const resolution = object({
 });
 export type Resolution = Infer<typeof resolution>;
 
+export const databaseServer = object(
+  {
+    product: enumOf(SERVER_PRODUCTS),
+    version: string({
+      pattern: SERVER_VERSION_PATTERN,
+      maxLength: 17,
+      description: 'Release, e.g. 10.11.6.',
+    }),
+  },
+  { description: 'The server the database was last read on, as the runner reported it.' },
+);
+
 export const targetStatus = object({
   engine: optional(enumOf(['postgres', 'mysql'])),
+  server: optional(databaseServer),
   coordinationDigest: optional(digest('Digest of the database realm; names its Lease.')),
   identityDigest: optional(
     digest('Credential-free identity of the route to the database, reported by the runner.'),

@@ -169,12 +169,14 @@ export function driftJson(r: DriftResult): unknown {
     findings: r.findings,
     uncategorised: r.uncategorised,
     round_trips: r.roundTrips,
+    server: r.server,
   };
 }
 
 export function driftText(r: DriftResult): string {
-  if (!r.drifted) return `no drift (${r.digest})\n`;
-  const lines = [`drift: ${r.total} finding(s), highest severity ${r.highest_severity} (${r.digest})`];
+  const on = `on ${r.server.product} ${r.server.version}`;
+  if (!r.drifted) return `no drift ${on} (${r.digest})\n`;
+  const lines = [`drift ${on}: ${r.total} finding(s), highest severity ${r.highest_severity} (${r.digest})`];
   for (const f of r.findings) lines.push(`  ${f.category}: ${f.count} [${f.severity}]`);
   if (r.uncategorised > 0)
     lines.push(`  other changes (views, sequences, comments, schemas): ${r.uncategorised}`);

@@ -6,6 +6,7 @@ import type { Change } from './changes.ts';
 import type { RowSet, SchemaModel, Table } from './model.ts';
 import type { DropTarget } from './plan-header.ts';
 import type { Session } from './session.ts';
+import type { ServerReport } from '../protocol/result.ts';
 
 export type { Session };
 
@@ -16,6 +17,12 @@ export interface RowRequest {
   readonly key: readonly string[];
   readonly columns: readonly string[];
 }
+
+/**
+ * The server a dialect is connected to, as a status records it: MariaDB and MySQL are one engine family
+ * (one dialect), told apart here. `version` is the leading release number only (`10.11.6`, `8.4.3`, `15.8`).
+ */
+export type DatabaseServer = ServerReport;
 
 export interface SchemaDialect {
   readonly name: 'postgres' | 'mysql';
@@ -29,6 +36,8 @@ export interface SchemaDialect {
   connect(url: string): Promise<Session>;
   /** Catalog queries an inspection makes, independent of the number of tables. */
   readonly catalogQueryCount: number;
+  /** Which server and release the session talks to (one query). */
+  describeServer(session: Session): Promise<DatabaseServer>;
   inspect(session: Session): Promise<SchemaModel>;
   readRows(session: Session, live: SchemaModel, requests: readonly RowRequest[]): Promise<RowSet[]>;
   normaliseRows(session: Session, liveTable: Table, rows: RowSet): Promise<RowSet>;

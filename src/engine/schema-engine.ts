@@ -9,7 +9,7 @@ import type { ClassifiedChange, DriftCategory, Severity } from './changes.ts';
 import { changedTable } from './changes.ts';
 import { classifyAll, driftCategory } from './classify.ts';
 import { canonicalJson, digestOf } from './canonical-json.ts';
-import type { SchemaDialect, Session } from './dialect.ts';
+import type { DatabaseServer, SchemaDialect, Session } from './dialect.ts';
 import { diffModels } from './diff.ts';
 import { emptyModel, type RowSet, type SchemaModel } from './model.ts';
 import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
@@ -494,6 +494,8 @@ export interface DriftResult {
   /** Changes with no drift category (views, sequences, comments, schemas): drift, but no finding. */
   readonly uncategorised: number;
   readonly roundTrips: number;
+  /** The server read (MariaDB and MySQL are one dialect, told apart here). */
+  readonly server: DatabaseServer;
 }
 
 /** A read-only report of how the database differs from the desired state. */
@@ -507,6 +509,7 @@ export async function drift(
   try {
     await run(session, dialect.beginReadOnly());
     const { changes } = await computeChanges(dialect, session, source, { exclude: scope.exclude ?? [] });
+    const server = await dialect.describeServer(session);
     await session.query('COMMIT');
     const counts = new Map<DriftCategory, { count: number; severity: Severity }>();
     let uncategorised = 0;
@@ -543,6 +546,7 @@ export async function drift(
       findings,
       uncategorised,
       roundTrips: session.roundTrips,
+      server,
     };
   } finally {
     await session.close();

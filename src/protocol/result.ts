@@ -57,6 +57,29 @@ export interface DriftSummary {
   readonly highestSeverity: string;
   /** Findings per category, at most 64 categories; the rest are counted under `other`. */
   readonly categories: Readonly<Record<string, number>>;
+  /** The server read, when Ptah named it in words the frame allows (additive; absent from older runners). */
+  readonly server?: ServerReport;
+}
+
+/** The products an engine family covers: MariaDB is the mysql engine, told apart only here. */
+export const SERVER_PRODUCTS = ['PostgreSQL', 'MySQL', 'MariaDB'] as const;
+export const SERVER_VERSION_PATTERN = '^[0-9]{1,5}(\\.[0-9]{1,5}){0,2}$';
+
+/** A database server's product and release: a fixed vocabulary and digits only. */
+export interface ServerReport {
+  readonly product: (typeof SERVER_PRODUCTS)[number];
+  /** `10.11.6`: one to three dot-separated numbers. */
+  readonly version: string;
+}
+
+/** A server report from untrusted JSON, or undefined when it is not exactly one in the allowed words. */
+export function serverReportOf(value: unknown): ServerReport | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { product, version } = value as Record<string, unknown>;
+  const known = SERVER_PRODUCTS.find((p) => p === product);
+  if (known === undefined || typeof version !== 'string') return undefined;
+  if (!new RegExp(SERVER_VERSION_PATTERN).test(version)) return undefined;
+  return { product: known, version };
 }
 
 export interface PlanOutputs {

@@ -13,7 +13,7 @@ import {
   withChildCause,
 } from './operation.ts';
 import { driftCommand } from './ptah-commands.ts';
-import type { DriftSummary } from '../protocol/result.ts';
+import { type DriftSummary, serverReportOf } from '../protocol/result.ts';
 
 const MAX_CATEGORIES = 64;
 /** Severities in increasing order; a severity Ptah names outside this list ranks above all of them. */
@@ -101,7 +101,15 @@ export function summarise(report: Record<string, unknown>, reportDigest: string)
     const slot = i < MAX_CATEGORIES - 1 || sorted.length <= MAX_CATEGORIES ? name : 'other';
     categories[slot] = (categories[slot] ?? 0) + n;
   }
-  return { reportDigest, drifted, total, highestSeverity: highest, categories };
+  const server = serverReportOf(report['server']);
+  return {
+    reportDigest,
+    drifted,
+    total,
+    highestSeverity: highest,
+    categories,
+    ...(server !== undefined ? { server } : {}),
+  };
 }
 
 function add(counts: Map<string, number>, name: string, n: number): void {

@@ -11,7 +11,7 @@
  */
 import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
-import type { RunnerResult } from '../../protocol/result.ts';
+import { type RunnerResult, serverReportOf } from '../../protocol/result.ts';
 import { buildClaim, inputsFingerprint, type OperationInputs } from '../claims/claim.ts';
 import { readCause } from '../../protocol/cause.ts';
 import {
@@ -870,9 +870,12 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
         })),
       observedAt: b.now,
     };
+    // The frame decoder checks only its top level: the server is taken only in the allowed words.
+    const server = serverReportOf(drift.server);
     st.target = {
       ...st.target,
       lastObservedAt: b.now,
+      ...(server !== undefined ? { server } : {}),
       ...(result.target?.identityDigest !== undefined &&
       /^sha256:[0-9a-f]{64}$/.test(result.target.identityDigest)
         ? { identityDigest: result.target.identityDigest }

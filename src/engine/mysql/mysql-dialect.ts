@@ -8,6 +8,7 @@ import {
   inspectMysql,
   normaliseRowValues,
   readRows,
+  mysqlServerOf,
   readServerFacts,
 } from './mysql-inspector.ts';
 import { partitionRefusals } from './mysql-partitions.ts';
@@ -22,6 +23,8 @@ export const mysqlDialect: SchemaDialect = {
   protectedNamesIgnoreCase: true,
   connect: (url) => connectMysql(url),
   catalogQueryCount: CATALOG_QUERY_COUNT,
+  describeServer: async (session) =>
+    mysqlServerOf(String((await session.query('SELECT VERSION() AS v')).rows[0]?.['v'] ?? '')),
   inspect: inspectMysql,
   readRows,
   normaliseRows: normaliseRowValues,

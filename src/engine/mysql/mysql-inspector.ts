@@ -2,7 +2,7 @@
  * Reads the connected database from information_schema in a fixed number of queries (independent of the
  * number of tables), into the raw shapes of mysql-normalize.ts, which makes the model.
  */
-import type { RowRequest } from '../dialect.ts';
+import type { DatabaseServer, RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
@@ -29,6 +29,17 @@ const s = (v: unknown): string => str(v) ?? '';
 /** facts, collations, tables, columns, indexes, foreign keys, checks, views, unmanaged objects. */
 export const CATALOG_QUERY_COUNT = 9;
 
+/**
+ * MariaDB answers VERSION() with its name in it (`10.11.6-MariaDB-0+deb12u1`); MySQL with the release alone
+ * (`8.4.3`, `8.0.39-log`). Both are the mysql dialect; the product and release are what a status records.
+ */
+export function mysqlServerOf(versionText: string): DatabaseServer {
+  return {
+    product: /mariadb/i.test(versionText) ? 'MariaDB' : 'MySQL',
+    version: /^\d+(?:\.\d+){0,2}/.exec(versionText.trim())?.[0] ?? 'unknown',
+  };
+}
+
 export async function readServerFacts(session: Session): Promise<ServerFacts> {
   const [facts] = (
     await session.query(
@@ -51,7 +62,7 @@ export async function readServerFacts(session: Session): Promise<ServerFacts> {
   return {
     database: s(facts?.['db']),
     version,
-    mariadb: /mariadb/i.test(version),
+    mariadb: mysqlServerOf(version).product === 'MariaDB',
     defaultCollation: s(facts?.['coll']).toLowerCase(),
     defaultEngine: s(facts?.['engine']),
     charsetDefault,

@@ -23,6 +23,14 @@ export const postgresDialect: SchemaDialect = {
   supportsTransactionalDdl: pgAdapterFacts.supportsTransactionalDdl,
   connect: (url) => connectPostgres(url),
   catalogQueryCount: CATALOG_QUERY_COUNT,
+  // server_version reads `15.8 (Debian 15.8-0+deb12u1)`; the release is its first word.
+  describeServer: async (session) => ({
+    product: 'PostgreSQL',
+    version:
+      /^\d+(?:\.\d+){0,2}/.exec(
+        String((await session.query('SHOW server_version')).rows[0]?.['server_version'] ?? ''),
+      )?.[0] ?? 'unknown',
+  }),
   inspect: inspectPostgres,
   readRows,
   normaliseRows: normaliseRowValues,

@@ -51,6 +51,18 @@ describe('apply on MariaDB (non-transactional DDL)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  test('drift names the server: MariaDB, the mysql engine, and its release', async () => {
+    const url = await server.createDatabase('server_named');
+    const desiredFile = join(dir, 'server-named.sql');
+    writeFileSync(desiredFile, 'CREATE TABLE t (id int PRIMARY KEY);');
+    const r = await ptah(['drift', '--desired', desiredFile, '--json'], { PTAH_DB_URL: url });
+    assert.equal(r.code, 3, r.stdout);
+    const out = JSON.parse(r.stdout) as { dialect: string; server: { product: string; version: string } };
+    assert.equal(out.dialect, 'mysql');
+    assert.equal(out.server.product, 'MariaDB');
+    assert.match(out.server.version, /^10\.11\.\d+$/);
+  });
+
   test('a failure after the first statement is partial: position, errno, SQLSTATE, exit 5', async () => {
     const url = await server.createDatabase('partial');
     const conn = await connect(url);

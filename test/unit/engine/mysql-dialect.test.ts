@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Session } from '../../../src/engine/session.ts';
-import { inspectMysql } from '../../../src/engine/mysql/mysql-inspector.ts';
+import { inspectMysql, mysqlServerOf } from '../../../src/engine/mysql/mysql-inspector.ts';
 import { resolveWith, loadDesiredMysql } from '../../../src/engine/mysql/mysql-desired.ts';
 import {
   defaultExpr,
@@ -202,6 +202,14 @@ describe('MySQL 8.4 catalog spellings', () => {
     );
     assert.equal(item?.indexes.find((i) => i.name === 'ix_name')?.invisible, true);
     assert.equal(item?.indexes.find((i) => i.name === 'ix_name')?.invisibleAs, 'INVISIBLE');
+  });
+
+  it('tells MariaDB from MySQL by VERSION(), both the mysql engine, and keeps the release alone', () => {
+    // VERSION() as each server documents it: MariaDB names itself, MySQL gives the release (and a suffix).
+    assert.deepEqual(mysqlServerOf('10.11.6-MariaDB-0+deb12u1'), { product: 'MariaDB', version: '10.11.6' });
+    assert.deepEqual(mysqlServerOf('11.4.2-MariaDB-log'), { product: 'MariaDB', version: '11.4.2' });
+    assert.deepEqual(mysqlServerOf('8.4.3'), { product: 'MySQL', version: '8.4.3' });
+    assert.deepEqual(mysqlServerOf('8.0.39-log'), { product: 'MySQL', version: '8.0.39' });
   });
 
   it('spells types the way both servers compare', () => {

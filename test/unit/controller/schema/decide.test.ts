@@ -157,6 +157,16 @@ function runClaim(s: SchemaView, at: number, harvest: Harvest, extra: Partial<De
 }
 
 describe('schema lifecycle decision', () => {
+  it('records the server an Observe read (MariaDB as the mysql engine, its release), only in allowed words', () => {
+    const s = schema(decide(input(schema({}), T0)).status);
+    const server = { product: 'MariaDB' as const, version: '10.11.6' };
+    const d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift: { ...drift, server } }));
+    assert.deepEqual(d.status.target?.server, server);
+    const forged = { product: 'MariaDB', version: '10.11.6 and more' } as unknown as typeof server;
+    const d2 = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift: { ...drift, server: forged } }));
+    assert.equal(d2.status.target?.server, undefined, 'a version outside the pattern is not written');
+  });
+
   it('writes the claim before any Job, then creates exactly that Job', () => {
     const d1 = decide(input(schema({}), T0));
     assert.equal(d1.status.phase, 'Observing');
@@ -177,6 +187,7 @@ describe('schema lifecycle decision', () => {
     let d = runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift }));
     assert.equal(d.status.claim?.type, 'Plan');
     assert.equal(d.status.drift?.total, 2);
+    assert.equal(d.status.target?.server, undefined, 'no server is recorded when the runner names none');
     s = schema(d.status);
     // The Plan runs under the realm Lease.
     assert.ok(decide(input(s, T0 + 2000)).pre.some((a) => a.kind === 'acquireLease'));
