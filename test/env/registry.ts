@@ -23,7 +23,12 @@ export interface RegistryServer {
   /** Basic credentials the registry demands, when started with auth; never print the password. */
   readonly auth?: { readonly username: string; readonly password: string };
   readonly logFile: string;
+  /** The server process's id: the current one, or the last one after `interrupt` or `stop`. */
   readonly pid: number;
+  /** Stops the server and keeps its address, storage and credentials: an outage that `resume` ends. */
+  interrupt(): Promise<void>;
+  /** Starts the server again on the same address, with what it stored before. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,11 +78,8 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
   }
 
   const scheme = tls ? 'https' : 'http';
-  let server: ManagedProcess | undefined;
   let host = '';
-  // freePort can lose a race with another process; a registry that cannot bind exits, so retry.
-  for (let attempt = 0; attempt < 5 && server === undefined; attempt++) {
-    host = `127.0.0.1:${await freePort()}`;
+  const writeConfig = () => {
     const config = {
       version: 0.1,
       log: { level: 'info', fields: { service: 'registry' } },
@@ -97,6 +99,9 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
       health: { storagedriver: { enabled: false } },
     };
     writeFileSync(configFile, stringify(config), { mode: 0o600 });
+  };
+  /** Starts docker-registry on `host` with the config file as written; resolves once it answers. */
+  const launch = async (): Promise<ManagedProcess> => {
     // A minimal environment: REGISTRY_* variables from the caller's shell would override the config.
     const candidate = startProcess('docker-registry', REGISTRY_BIN, ['serve', configFile], logFile, {
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: base },
@@ -111,14 +116,26 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
         },
         { process: candidate, timeoutMs: 30_000, intervalMs: 100 },
       );
-      server = candidate;
+      return candidate;
     } catch (error) {
       await candidate.stop(2_000);
+      throw error;
+    }
+  };
+  let server: ManagedProcess | undefined;
+  // freePort can lose a race with another process; a registry that cannot bind exits, so retry.
+  for (let attempt = 0; attempt < 5 && server === undefined; attempt++) {
+    host = `127.0.0.1:${await freePort()}`;
+    writeConfig();
+    try {
+      server = await launch();
+    } catch (error) {
       if (attempt === 4) throw error;
     }
   }
   if (server === undefined) throw new Error('docker-registry: could not start');
-  const running = server;
+  let running: ManagedProcess | undefined = server;
+  let pid = server.pid;
 
   return {
     host,
@@ -126,9 +143,28 @@ export async function startRegistry(options: StartRegistryOptions = {}): Promise
     ...(caFile ? { caFile } : {}),
     ...(auth ? { auth } : {}),
     logFile,
-    pid: running.pid,
+    get pid() {
+      return pid;
+    },
+    async interrupt() {
+      await running?.stop(5_000);
+      running = undefined;
+    },
+    async resume() {
+      // The address was free when this server took it; another process could take it in between, so a
+      // few attempts, each a fresh launch on the same address.
+      for (let attempt = 0; running === undefined; attempt++) {
+        try {
+          running = await launch();
+          pid = running.pid;
+        } catch (error) {
+          if (attempt === 4) throw error;
+        }
+      }
+    },
     async stop() {
-      await running.stop(5_000);
+      await running?.stop(5_000);
+      running = undefined;
       if (options.dir === undefined) rmSync(base, { recursive: true, force: true });
     },
   };

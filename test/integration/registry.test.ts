@@ -158,3 +158,27 @@ test('registry with TLS and basic auth: the CA verifies it, anonymous and wrong 
   assert.ok(!processAlive(registry.pid));
   assert.ok(await portRefusesConnections(Number(registry.host.split(':')[1])));
 });
+
+test('registry outage: interrupt stops it on its address, resume brings it back with what it stored', async () => {
+  const registry = await startRegistry({ tls: true, auth: true });
+  try {
+    const image = await pushImage(registry, 'team/app', 'v1');
+    const first = registry.pid;
+    await registry.interrupt();
+    assert.ok(!processAlive(first), 'the server process has exited');
+    assert.ok(await portRefusesConnections(Number(registry.host.split(':')[1])), 'the address refuses');
+    await assert.rejects(sendHttpRequest(`${registry.url}/v2/`, as(registry)), /ECONNREFUSED/);
+
+    await registry.resume();
+    assert.notEqual(registry.pid, first);
+    const byTag = await sendHttpRequest(
+      `${registry.url}/v2/team/app/manifests/v1`,
+      as(registry, { headers: { accept: OCI_MANIFEST } }),
+    );
+    assert.equal(byTag.status, 200, 'the same credentials, CA and storage');
+    assert.equal(byTag.headers['docker-content-digest'], image.manifestDigest);
+  } finally {
+    await registry.stop();
+  }
+  assert.ok(!processAlive(registry.pid));
+});

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { checkBundle } from '../../../src/sources/oci/bundle.ts';
 import { signedDigestOf } from '../../../src/sources/oci/cosign.ts';
 import { OciError } from '../../../src/sources/oci/errors.ts';
+import { DEFAULT_LIMITS } from '../../../src/sources/oci/limits.ts';
 import { decodeManifest, decodeReferrers, MEDIA_TYPE } from '../../../src/sources/oci/manifest.ts';
 import { parseVerificationPolicy, PolicyError } from '../../../src/sources/oci/policy.ts';
 import { heapGrowth, runs } from './settings.ts';
@@ -131,22 +132,70 @@ describe('OCI decoders under random and mutated bytes', () => {
       runs(800),
     );
   });
-  it('decoding 4 MiB documents over and over does not grow the heap', () => {
-    const big = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: MEDIA_TYPE.ociIndex,
-        manifests: Array.from({ length: 9000 }, (_, i) => ({
-          mediaType: MEDIA_TYPE.ociManifest,
-          digest: `sha256:${i.toString(16).padStart(64, '0')}`,
-          size: i,
-          annotations: { k: 'v'.repeat(300) },
-        })),
-      }),
-    ).subarray(0, 4 * 1024 * 1024);
+  it('decoding the largest documents the transport admits, over and over, does not grow the heap', () => {
+    // Valid documents just under the 4 MiB manifest ceiling, so the decoders walk every entry (a cut
+    // document would only exercise JSON.parse): an index, a referrers list and a manifest of many layers.
+    const entries = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        mediaType: MEDIA_TYPE.ociManifest,
+        digest: `sha256:${i.toString(16).padStart(64, '0')}`,
+        size: i,
+        artifactType: 'application/vnd.dev.cosign.artifact.sig.v1+json',
+        annotations: { k: 'v'.repeat(200) },
+      }));
+    const largest = (build: (n: number) => object): Buffer => {
+      let n = 10_000;
+      let bytes = Buffer.from(JSON.stringify(build(n)));
+      while (bytes.length > DEFAULT_LIMITS.manifestBytes) {
+        n = Math.floor((n * DEFAULT_LIMITS.manifestBytes) / bytes.length) - 1;
+        bytes = Buffer.from(JSON.stringify(build(n)));
+      }
+      return bytes;
+    };
+    const index = largest((n) => ({
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPE.ociIndex,
+      manifests: entries(n),
+    }));
+    const manifest = largest((n) => ({
+      schemaVersion: 2,
+      mediaType: MEDIA_TYPE.ociManifest,
+      config: { mediaType: MEDIA_TYPE.ociEmpty, digest: `sha256:${'4'.repeat(64)}`, size: 2 },
+      layers: entries(n),
+    }));
+    assert.ok(index.length > 3 * 1024 * 1024 && manifest.length > 3 * 1024 * 1024);
+    const counts = { index: 0, referrers: 0, layers: 0 };
     const growth = heapGrowth(() => {
-      for (let i = 0; i < 20; i++) onlyOwnErrors(() => decodeManifest(big), OciError);
+      for (let i = 0; i < 10; i++) {
+        const decoded = decodeManifest(index);
+        counts.index = decoded.kind === 'index' ? decoded.manifests.length : -1;
+        counts.referrers = decodeReferrers(index).length;
+        const m = decodeManifest(manifest);
+        counts.layers = m.kind === 'manifest' ? m.layers.length : -1;
+      }
     });
+    assert.ok(
+      counts.index > 5000 && counts.referrers === counts.index && counts.layers > 5000,
+      JSON.stringify(counts),
+    );
     assert.ok(growth < 64 * 1024 * 1024, `heap grew by ${growth} bytes`);
+  });
+  it('an index or a manifest with more entries than the decoders keep is refused, whatever its size', () => {
+    const tiny = { mediaType: 'a/b', digest: `sha256:${'0'.repeat(64)}`, size: 0 };
+    const many = Array.from({ length: 10_001 }, () => tiny);
+    for (const doc of [
+      { schemaVersion: 2, mediaType: MEDIA_TYPE.ociIndex, manifests: many },
+      { schemaVersion: 2, mediaType: MEDIA_TYPE.ociManifest, config: tiny, layers: many },
+    ]) {
+      const bytes = Buffer.from(JSON.stringify(doc));
+      assert.throws(
+        () => decodeManifest(bytes),
+        (e: unknown) => e instanceof OciError && /more than 10000/.test(e.message),
+      );
+    }
+    assert.throws(
+      () => decodeReferrers(Buffer.from(JSON.stringify({ schemaVersion: 2, manifests: many }))),
+      (e: unknown) => e instanceof OciError && /more than 10000/.test(e.message),
+    );
   });
 });
