@@ -24,6 +24,12 @@ if [ "$missing" = 0 ]; then echo "$BIN"; exit 0; fi
 
 command -v go >/dev/null || { echo "build-binaries: Go is required (apt-get install golang or use the machine's Go)" >&2; exit 1; }
 mkdir -p "$BIN"
+# One build at a time: a second caller (a test file run beside another) waits, then finds the binaries.
+exec 9>"$CACHE/.build-binaries.lock"
+flock 9
+missing=0
+for b in "${need[@]}"; do [ -x "$BIN/$b" ] || missing=1; done
+if [ "$missing" = 0 ]; then echo "$BIN"; exit 0; fi
 work="$CACHE/build"
 export GOFLAGS="${GOFLAGS:-} -trimpath"
 export CGO_ENABLED=0

@@ -17,6 +17,12 @@ fi
 export GOFLAGS="${GOFLAGS:-} -trimpath"
 export CGO_ENABLED=0
 
+# Tests that find a tool missing run this script, and test files may run side by side: one build at a time,
+# so a second caller waits for the first and then finds the binary, instead of building into the same place.
+mkdir -p "$PTAH_CACHE"
+exec 9>"$PTAH_CACHE/.build-tools.lock"
+flock 9
+
 # build NAME MODULE_PACKAGE VERSION LDFLAGS -> prints the binary's path
 build() {
   local name="$1" pkg="$2" version="$3" ldflags="$4"
@@ -32,13 +38,15 @@ build() {
   echo "$name=$dir/$name"
 }
 
+# Smallest first, so a new machine can run the OCI tests while the larger builds go on; promtool (the whole
+# Prometheus module graph) is by far the longest.
+build oras oras.land/oras/cmd/oras "$ORAS_VERSION" \
+  "-s -w -X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata="
+build cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
+  "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
 build helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" \
   "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 # v0.316.0 is release 3.16.0: the minor less 300.
 IFS=. read -r _ prom_minor prom_patch <<<"${PROMETHEUS_VERSION#v}"
 build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" \
   "-s -w -X github.com/prometheus/common/version.Version=3.$((prom_minor - 300)).$prom_patch"
-build oras oras.land/oras/cmd/oras "$ORAS_VERSION" \
-  "-s -w -X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata="
-build cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
-  "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
