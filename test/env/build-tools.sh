@@ -23,15 +23,15 @@ mkdir -p "$PTAH_CACHE"
 exec 9>"$PTAH_CACHE/.build-tools.lock"
 flock 9
 
-# build NAME MODULE_PACKAGE VERSION LDFLAGS -> prints the binary's path
+# build NAME MODULE_PACKAGE VERSION LDFLAGS [TAGS] -> prints the binary's path
 build() {
-  local name="$1" pkg="$2" version="$3" ldflags="$4"
+  local name="$1" pkg="$2" version="$3" ldflags="$4" tags="${5:-}"
   local dir="$PTAH_CACHE/bin/$name-$version"
   if [ ! -x "$dir/$name" ]; then
     command -v go >/dev/null || { echo "build-tools: Go is required to build $name" >&2; exit 1; }
     echo "build-tools: building $name $version (a cold build takes several minutes)" >&2
     mkdir -p "$dir.tmp"
-    GOBIN="$dir.tmp" go install -ldflags "$ldflags" "$pkg@$version"
+    GOBIN="$dir.tmp" go install -tags "$tags" -ldflags "$ldflags" "$pkg@$version"
     rm -rf "$dir"
     mv "$dir.tmp" "$dir"
   fi
@@ -48,5 +48,7 @@ build helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" \
   "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
 # v0.316.0 is release 3.16.0: the minor less 300.
 IFS=. read -r _ prom_minor prom_patch <<<"${PROMETHEUS_VERSION#v}"
+# remove_all_sd leaves out every service-discovery provider (the cloud SDKs and client-go, most of the module
+# graph): the tests run only `promtool check rules` and `test rules`, which need none of them.
 build promtool github.com/prometheus/prometheus/cmd/promtool "$PROMETHEUS_VERSION" \
-  "-s -w -X github.com/prometheus/common/version.Version=3.$((prom_minor - 300)).$prom_patch"
+  "-s -w -X github.com/prometheus/common/version.Version=3.$((prom_minor - 300)).$prom_patch" remove_all_sd
