@@ -143,6 +143,11 @@ export interface Classification {
   readonly severity: Severity;
   readonly reason: string;
   readonly destructive: boolean;
+  /**
+   * The change writes every row of its table again. Set when the dialect says how its server runs the
+   * change (SchemaDialect.tableWork); absent, the plan header applies the generic rules.
+   */
+  readonly rebuildsTable?: boolean;
 }
 
 export type ClassifiedChange = Change & { readonly classification: Classification };

@@ -3,7 +3,9 @@
  * can act on, whether it is destructive, and the drift category it counts under.
  */
 import type { Change, Classification, ClassifiedChange, DriftCategory } from './changes.ts';
+import type { TableWork } from './dialect.ts';
 import type { Column, DefinedObjectType, TypeRef } from './model.ts';
+import { highestSeverity } from './plan-file.ts';
 
 const INT_RANK: Readonly<Record<string, number>> = { smallint: 1, integer: 2, bigint: 3 };
 const FLOAT_RANK: Readonly<Record<string, number>> = { real: 1, 'double precision': 2 };
@@ -289,6 +291,33 @@ const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
 
 export function classifyAll(changes: readonly Change[]): ClassifiedChange[] {
   return changes.map((ch) => ({ ...ch, classification: classify(ch) }));
+}
+
+/**
+ * What the dialect says of each change's work on its table: a rebuild or a wait for writes is at least a
+ * warning, and its reason says how the server runs it; the dialect's word on rebuilding replaces the
+ * plan header's generic rules.
+ */
+export function withTableWork(
+  changes: readonly ClassifiedChange[],
+  workOf: (c: Change) => TableWork | undefined,
+): ClassifiedChange[] {
+  return changes.map((c) => {
+    const work = workOf(c);
+    if (work === undefined) return { ...c, classification: { ...c.classification, rebuildsTable: false } };
+    const heavy = work.rebuilds || work.writesWait;
+    return {
+      ...c,
+      classification: {
+        ...c.classification,
+        severity: heavy
+          ? highestSeverity([c.classification, { severity: 'warning' }])
+          : c.classification.severity,
+        reason: `${c.classification.reason}; ${work.how}`,
+        rebuildsTable: work.rebuilds,
+      },
+    };
+  });
 }
 
 export function driftCategory(change: Change): DriftCategory | undefined {

@@ -24,6 +24,14 @@ export interface RowRequest {
  */
 export type DatabaseServer = ServerReport;
 
+/** How a server runs a change on its table: whether every row is written again, and whether writes wait. */
+export interface TableWork {
+  readonly rebuilds: boolean;
+  readonly writesWait: boolean;
+  /** How the server runs it, for the plan's reason (`rebuilds the table by copying every row: ...`). */
+  readonly how: string;
+}
+
 export interface SchemaDialect {
   readonly name: 'postgres' | 'mysql';
   readonly supportsTransactionalDdl: boolean;
@@ -45,6 +53,12 @@ export interface SchemaDialect {
   loadDesired(files: readonly { path: string; sql: string }[], defaultSchema: string): Promise<SchemaModel>;
   /** Statements that make a dev database's session resolve unqualified names into `defaultSchema`. */
   useDefaultSchema(defaultSchema: string): string[];
+  /**
+   * How the server runs a change on its table (MySQL's online DDL: instant, in place, or a copy), when the
+   * dialect knows: a rebuild or a wait for writes raises the change to a warning and the plan header counts
+   * the rebuilt tables from it. Absent: the generic rules of the plan header.
+   */
+  tableWork?(change: Change, plan: readonly Change[]): TableWork | undefined;
   /** A change's statements; `plan` is the whole ordered plan it is part of, for a dialect that joins changes. */
   render(change: Change, plan?: readonly Change[]): string[];
   /** Rows of each target table, or non-NULL values of each target column, in one round trip. */

@@ -44,6 +44,8 @@ export function dropTargets(changes: readonly ClassifiedChange[]): DropTarget[] 
 
 /** Whether a change rewrites its whole table (every row is written again under an exclusive lock). */
 function rewrites(c: ClassifiedChange): boolean {
+  // The dialect said how its server runs the change.
+  if (c.classification.rebuildsTable !== undefined) return c.classification.rebuildsTable;
   if (c.kind === 'AlterColumnType') return typeChangeRisk(c.from, c.column) !== 'widen';
   if (c.kind === 'AddColumn')
     return c.column.generated !== undefined || c.column.identity !== undefined || c.column.serial === true;

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClassifiedChange, DriftCategory, Severity } from './changes.ts';
 import { changedTable } from './changes.ts';
-import { classifyAll, driftCategory } from './classify.ts';
+import { classifyAll, driftCategory, withTableWork } from './classify.ts';
 import { canonicalJson, digestOf } from './canonical-json.ts';
 import type { DatabaseServer, SchemaDialect, Session } from './dialect.ts';
 import { diffModels } from './diff.ts';
@@ -247,7 +247,11 @@ async function computeChanges(
   const desiredNorm: SchemaModel = { ...desired, rows };
   const diffed = diffModels({ from: liveScoped, to: desiredNorm, liveRows: live.rows });
   const refused = dialect.checkChanges ? await dialect.checkChanges(session, diffed) : [];
-  const changes = classifyAll([...refused, ...diffed]);
+  const classified = classifyAll([...refused, ...diffed]);
+  const changes =
+    dialect.tableWork === undefined
+      ? classified
+      : withTableWork(classified, (c) => dialect.tableWork?.(c, classified));
   return { live, desired: desiredNorm, changes };
 }
 

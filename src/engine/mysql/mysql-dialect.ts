@@ -11,6 +11,7 @@ import {
   mysqlServerOf,
   readServerFacts,
 } from './mysql-inspector.ts';
+import { mysqlTableWork } from './mysql-online.ts';
 import { partitionRefusals } from './mysql-partitions.ts';
 import { renderMysql } from './mysql-renderer.ts';
 
@@ -32,6 +33,7 @@ export const mysqlDialect: SchemaDialect = {
   resolveDesired: async (session, desired) =>
     resolveWith(desired as DesiredModel, await readServerFacts(session)),
   render: renderMysql,
+  tableWork: mysqlTableWork,
   checkChanges: partitionRefusals,
   countData,
   // A MySQL schema is the connected database: unqualified names can mean nothing else.

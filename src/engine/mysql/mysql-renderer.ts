@@ -9,8 +9,12 @@ import type { Change, CommentTarget } from '../changes.ts';
 import type { Column, Constraint, Index, Table, TableOptions, View } from '../model.ts';
 import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
 import { quoteIdent, quoteLiteral, renderType } from './mysql-normalize.ts';
+import { modifiesOnline, onlyRowFormatChanges } from './mysql-online.ts';
 
 const table = (_schema: string, name: string) => quoteIdent(name);
+
+/** Work both servers run while writes continue is asked for so: a server that cannot, refuses it. */
+const ONLINE_REBUILD = ', ALGORITHM=INPLACE, LOCK=NONE';
 
 export function columnDefinition(c: Column): string {
   let sql = `${quoteIdent(c.name)} ${renderType(c.type)}`;
@@ -118,7 +122,8 @@ const RENDER: RendererTable = {
     if (c.from['row_format'] !== undefined && c.options['row_format'] === undefined)
       changed['row_format'] = 'default';
     const sql = options(changed, true);
-    return sql === '' ? [] : [`ALTER TABLE ${table(c.table.schema, c.table.name)} ${sql}`];
+    const online = onlyRowFormatChanges(c) ? ONLINE_REBUILD : '';
+    return sql === '' ? [] : [`ALTER TABLE ${table(c.table.schema, c.table.name)} ${sql}${online}`];
   },
   CreateSchema: NONE,
   DropSchema: NONE,
@@ -143,8 +148,9 @@ const RENDER: RendererTable = {
   },
   DropConstraint: (c) => [dropConstraint(table(c.table.schema, c.table.name), c.constraint)],
   CreateIndex: (c) => [createIndex(table(c.table.schema, c.table.name), c.index)],
+  // Dropping a secondary index touches no row on either server, and writes continue.
   DropIndex: (c) => [
-    `DROP INDEX ${quoteIdent(c.index.name ?? '')} ON ${table(c.table.schema, c.table.name)}`,
+    `ALTER TABLE ${table(c.table.schema, c.table.name)} DROP INDEX ${quoteIdent(c.index.name ?? '')}${ONLINE_REBUILD}`,
   ],
   CreateView: (c) => [createView(c.view)],
   DropView: (c) => [`DROP VIEW ${quoteIdent(c.view.name)}`],
@@ -163,7 +169,9 @@ function renderOne(change: Change): string[] {
  */
 export function renderMysql(change: Change, plan: readonly Change[] = []): string[] {
   const group = autoIncrementGroups(plan).get(change);
-  return group === undefined ? renderOne(change) : [group];
+  if (group !== undefined) return [group];
+  const sql = renderOne(change);
+  return modifiesOnline(change, plan) ? sql.map((x) => `${x}${ONLINE_REBUILD}`) : sql;
 }
 
 const groupsOf = new WeakMap<readonly Change[], Map<Change, string>>();

@@ -17,6 +17,8 @@ import {
 } from '../../../src/engine/mysql/mysql-normalize.ts';
 import { renderMysql } from '../../../src/engine/mysql/mysql-renderer.ts';
 import { diffModels } from '../../../src/engine/diff.ts';
+import { classifyAll, withTableWork } from '../../../src/engine/classify.ts';
+import { mysqlTableWork } from '../../../src/engine/mysql/mysql-online.ts';
 import type { Column, SchemaModel } from '../../../src/engine/model.ts';
 
 type Row = Record<string, string | null>;
@@ -312,6 +314,80 @@ describe('MySQL renderer', () => {
       'CREATE INDEX `ix` ON `t` (`v`(5) DESC) ALGORITHM=INPLACE LOCK=NONE',
     ]);
     assert.ok(sql.every((s) => !s.includes('`app`')));
+  });
+
+  it('asks for ALGORITHM=INPLACE, LOCK=NONE where both servers rebuild or drop online', async () => {
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v varchar(5));',
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(5) NOT NULL DEFAULT 'x');",
+      ),
+      ["ALTER TABLE `t` MODIFY COLUMN `v` varchar(5) NOT NULL DEFAULT 'x', ALGORITHM=INPLACE, LOCK=NONE"],
+    );
+    // A type change on the same column may copy the table: no lock is promised for it.
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v int);',
+        'CREATE TABLE t (id int PRIMARY KEY, v bigint NOT NULL);',
+      ),
+      ['ALTER TABLE `t` MODIFY COLUMN `v` bigint NOT NULL'],
+    );
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v int, KEY ix (v));',
+        'CREATE TABLE t (id int PRIMARY KEY, v int);',
+      ),
+      ['ALTER TABLE `t` DROP INDEX `ix`, ALGORITHM=INPLACE, LOCK=NONE'],
+    );
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY) ROW_FORMAT=DYNAMIC;',
+        'CREATE TABLE t (id int PRIMARY KEY) ROW_FORMAT=COMPACT;',
+      ),
+      ['ALTER TABLE `t` ROW_FORMAT=COMPACT, ALGORITHM=INPLACE, LOCK=NONE'],
+    );
+  });
+
+  it('says which changes rebuild the table, copy it, or make writes wait (a warning, counted as rewritten)', async () => {
+    const work = async (from: string, to: string) => {
+      const changes = diffModels({ from: await model(from), to: await model(to), liveRows: [] });
+      return withTableWork(classifyAll(changes), (c) => mysqlTableWork(c, changes)).map((c) => [
+        c.kind,
+        c.classification.severity,
+        c.classification.rebuildsTable,
+        /ALGORITHM=COPY/.test(c.classification.reason)
+          ? 'copy'
+          : /ALGORITHM=INPLACE, LOCK=NONE/.test(c.classification.reason)
+            ? 'online rebuild'
+            : /writes to the table wait/.test(c.classification.reason)
+              ? 'writes wait'
+              : 'no row touched',
+      ]);
+    };
+    const t = (cols: string) => `CREATE TABLE t (id int PRIMARY KEY, ${cols}) DEFAULT CHARSET=utf8mb4;`;
+    assert.deepEqual(await work(t('n int'), t('n bigint')), [['AlterColumnType', 'warning', true, 'copy']]);
+    assert.deepEqual(await work(t('v varchar(10)'), t('v varchar(60)')), [
+      ['AlterColumnType', 'info', false, 'no row touched'],
+    ]);
+    // 40 bytes to 400: MySQL 8.4 copies the table for the second length byte (MariaDB 10.11 does not).
+    assert.deepEqual(await work(t('v varchar(10)'), t('v varchar(100)')), [
+      ['AlterColumnType', 'warning', true, 'copy'],
+    ]);
+    assert.deepEqual(await work(t("e enum('a')"), t("e enum('a','b')")), [
+      ['AlterColumnType', 'info', false, 'no row touched'],
+    ]);
+    assert.deepEqual(await work(t('n int'), t('n int NOT NULL')), [
+      ['SetNotNull', 'warning', true, 'online rebuild'],
+    ]);
+    assert.deepEqual(await work(t('n int'), t('n int, m int')), [
+      ['AddColumn', 'safe', false, 'no row touched'],
+    ]);
+    assert.deepEqual(await work(t('b text'), t('b text, FULLTEXT KEY ft (b)')), [
+      ['CreateIndex', 'warning', false, 'writes wait'],
+    ]);
+    assert.deepEqual(await work(t('n int'), t('n int, CONSTRAINT ck CHECK (n > 0)')), [
+      ['AddConstraint', 'warning', true, 'copy'],
+    ]);
   });
 
   it('converts the table for a collation change and drops keys by their kind', async () => {

@@ -1,0 +1,158 @@
+/**
+ * How InnoDB runs each change (online DDL): instantly or in place without touching the rows, by rebuilding
+ * the table in place while writes continue, or by copying every row while writes wait. Measured on MariaDB
+ * 10.11 (each change tried with ALGORITHM=INSTANT, NOCOPY, INPLACE, COPY and LOCK=NONE) and taken from the
+ * MySQL 8.4 manual's online DDL tables; where the two differ, the costlier is said and the reason names
+ * the server. The plan shows it as a warning and counts the rebuilt tables in its header; the renderer
+ * asks for `ALGORITHM=INPLACE, LOCK=NONE` where both servers run a rebuild online, so a server that
+ * would take a stronger lock refuses the statement instead.
+ */
+import type { Change } from '../changes.ts';
+import type { TableWork } from '../dialect.ts';
+import type { Column, TypeRef } from '../model.ts';
+
+const COPY: TableWork = {
+  rebuilds: true,
+  writesWait: true,
+  how: 'rebuilds the table by copying every row (ALGORITHM=COPY): writes to it wait until the copy ends',
+};
+const REBUILD_ONLINE: TableWork = {
+  rebuilds: true,
+  writesWait: false,
+  how: 'rebuilds the table in place (ALGORITHM=INPLACE, LOCK=NONE): writes continue, every row is written again',
+};
+const WRITES_WAIT: TableWork = {
+  rebuilds: false,
+  writesWait: true,
+  how: 'builds in place but writes to the table wait until it ends (InnoDB allows no LOCK=NONE for it)',
+};
+
+/** Bytes a character of the column's character set takes at most (its collation's name begins with it). */
+function bytesPerChar(c: Column): number {
+  const charset = (c.collation ?? 'utf8mb4').split('_')[0] ?? 'utf8mb4';
+  const bytes: Readonly<Record<string, number>> = {
+    latin1: 1,
+    ascii: 1,
+    binary: 1,
+    cp1250: 1,
+    cp1251: 1,
+    cp1252: 1,
+    ucs2: 2,
+    utf8: 3,
+    utf8mb3: 3,
+  };
+  return bytes[charset] ?? 4;
+}
+
+const lengthOf = (t: TypeRef) => Number(/^\((\d+)/.exec(t.mods)?.[1] ?? 0);
+
+/** A type change InnoDB makes without touching rows: VARCHAR widened, ENUM/SET values appended. */
+function typeChangeInPlace(from: Column, to: Column): TableWork | undefined | 'copy' {
+  const a = from.type;
+  const b = to.type;
+  if ((a.name === 'enum' || a.name === 'set') && a.name === b.name && b.mods.startsWith(a.mods.slice(0, -1)))
+    // Appending within the same storage size (up to 256 ENUM values, 8 SET members) is metadata only.
+    return undefined;
+  if (a.name === 'varchar' && b.name === 'varchar' && from.collation === to.collation) {
+    if (lengthOf(b) < lengthOf(a)) return 'copy';
+    const before = lengthOf(a) * bytesPerChar(from);
+    const after = lengthOf(b) * bytesPerChar(to);
+    // One length byte up to 255 bytes, two beyond: MySQL copies the table to add the second; MariaDB does not.
+    if (before <= 255 && after > 255)
+      return {
+        ...COPY,
+        how: `${COPY.how} on MySQL, whose VARCHAR needs a second length byte past 255 bytes (MariaDB widens it in place)`,
+      };
+    return undefined;
+  }
+  return 'copy';
+}
+
+const sameColumn = (c: Change, table: string, column: string): boolean =>
+  'table' in c && c.table.name === table && 'column' in c && c.column?.name === column;
+
+/** The work a change makes on its table; undefined when no row is touched and writes continue. */
+export function mysqlTableWork(change: Change, plan: readonly Change[]): TableWork | undefined {
+  switch (change.kind) {
+    case 'AddColumn':
+      // An added column is instant on MySQL 8.0.29+ and MariaDB 10.4+, unless its values must be computed.
+      if (change.column.identity !== undefined)
+        return { ...COPY, how: `${COPY.how} (an AUTO_INCREMENT column is numbered row by row)` };
+      if (change.column.generated !== undefined && change.column.generatedStorage !== 'virtual')
+        return { ...COPY, how: `${COPY.how} (a STORED column is computed row by row)` };
+      return undefined;
+    case 'AlterColumnType': {
+      const work = typeChangeInPlace(change.from, change.column);
+      return work === 'copy' ? COPY : work;
+    }
+    case 'SetNotNull':
+    case 'DropNotNull':
+      // Restated with a type change of the same column, that change says the cost.
+      return plan.some(
+        (c) => c.kind === 'AlterColumnType' && sameColumn(c, change.table.name, change.column.name),
+      )
+        ? undefined
+        : REBUILD_ONLINE;
+    case 'AddIdentity':
+    case 'DropIdentity':
+    case 'SetIdentity':
+      return COPY;
+    case 'AddConstraint':
+      if (change.constraint.kind === 'PrimaryKey') return REBUILD_ONLINE;
+      // With foreign_key_checks on, both servers validate a new foreign key or check by copying the table.
+      if (change.constraint.kind === 'ForeignKey' || change.constraint.kind === 'Check') return COPY;
+      return undefined;
+    case 'DropConstraint':
+      if (change.constraint.kind !== 'PrimaryKey') return undefined;
+      // Dropped alone, the primary key is copied away; replaced in the same plan, the table is rebuilt in place.
+      return plan.some(
+        (c) =>
+          c.kind === 'AddConstraint' &&
+          c.constraint.kind === 'PrimaryKey' &&
+          c.table.name === change.table.name,
+      )
+        ? REBUILD_ONLINE
+        : COPY;
+    case 'CreateIndex':
+      // FULLTEXT and SPATIAL indexes build in place under a shared lock (the first FULLTEXT adds a hidden column).
+      return change.index.method === 'fulltext' || change.index.method === 'spatial'
+        ? WRITES_WAIT
+        : undefined;
+    case 'AlterTableOptions':
+      return onlyRowFormatChanges(change) ? REBUILD_ONLINE : COPY;
+    default:
+      return undefined;
+  }
+}
+
+/** Whether an options change is a new ROW_FORMAT alone (engine and character set conversions copy). */
+export function onlyRowFormatChanges(c: Extract<Change, { kind: 'AlterTableOptions' }>): boolean {
+  const keys = new Set([...Object.keys(c.options), ...Object.keys(c.from)]);
+  return [...keys].every((k) => k === 'row_format' || c.options[k] === c.from[k]);
+}
+
+/** The column changes a MODIFY COLUMN may restate online together: nullability, default, comment. */
+const ONLINE_MODIFY = new Set<Change['kind']>([
+  'SetNotNull',
+  'DropNotNull',
+  'SetDefault',
+  'DropDefault',
+  'SetComment',
+]);
+
+/**
+ * Whether a column's MODIFY rebuilds online on both servers: a nullability change with nothing costlier
+ * on the same column in the plan. Every change of that column restates the same column, so each gets the
+ * same answer and the plan keeps one statement.
+ */
+export function modifiesOnline(change: Change, plan: readonly Change[]): boolean {
+  if (!('table' in change) || !('column' in change) || change.column === undefined) return false;
+  const { name } = change.column;
+  const table = change.table.name;
+  const mine = plan.filter((c) => sameColumn(c, table, name));
+  return (
+    mine.length > 0 &&
+    mine.every((c) => ONLINE_MODIFY.has(c.kind)) &&
+    mine.some((c) => c.kind === 'SetNotNull' || c.kind === 'DropNotNull')
+  );
+}
