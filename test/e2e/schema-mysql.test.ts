@@ -1,10 +1,13 @@
 // PtahSchema with engine: mysql end to end, on the MariaDB that runs here (the same engine family): the
 // manager process, operation Pods run by the node agent, and a real MariaDB whose contents and general
 // query log are the evidence. MySQL commits DDL as it runs, so an Apply that fails part-way has an unknown
-// outcome: it is never replayed, and the resource learns the database's state by reading it.
+// outcome: it is never replayed, and the resource learns the database's state by reading it. The server's
+// product and release are recorded in status; MariaDB's errors reach status as classified causes (errno,
+// SQLSTATE, never the server's text) and clear on recovery.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import mysql from 'mysql2/promise';
+import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import {
   createApproval,
   createSchema,
@@ -12,6 +15,7 @@ import {
   createSource,
   dumpDebug,
   type E2E,
+  eventsOf,
   eventsOnceRecorded,
   eventually,
   getSchema,
@@ -96,6 +100,10 @@ INSERT INTO shop_status (code, label) VALUES ('new', 'New'), ('paid', 'Paid');
     const done = await waitForPhase(e2e(), 'shop', ['InSync', 'Failed', 'Blocked']);
     if (done.status?.phase !== 'InSync') await dumpDebug(e2e(), 'shop');
     assert.equal(done.status?.phase, 'InSync', JSON.stringify(done.status?.conditions));
+    // MariaDB is accepted as the mysql engine family, and the release it runs is recorded.
+    assert.equal(done.status?.target?.engine, 'mysql');
+    assert.equal(done.status?.target?.server?.product, 'MariaDB');
+    assert.match(done.status?.target?.server?.version ?? '', /^10\.11\.\d+$/);
 
     const tables = await run(
       url,
@@ -207,4 +215,107 @@ CREATE TABLE split_extra (id int NOT NULL PRIMARY KEY) ENGINE=InnoDB;
     const later = await getSchema(e2e(), 'split');
     assert.notEqual(later.status?.phase, 'InSync');
   });
+
+  it('a refused password on MariaDB is DatabaseAuthenticationFailed naming errno 1045, never the URL; the right one recovers', async () => {
+    const url = await e2e().env.mariadb!.createDatabase('mypass_db');
+    const wrong = new URL(url);
+    wrong.password = 'not-the-password';
+    const failed = await failingMysqlSchema('mypass', wrong.toString());
+    await assertCause(
+      failed,
+      'DatabaseAuthenticationFailed',
+      /MySQL error 1045 ER_ACCESS_DENIED_ERROR, SQLSTATE 28000/,
+    );
+    assert.equal(condition(failed, 'DatabaseReachable')?.status, 'False');
+    assert.equal(condition(failed, 'DatabaseReachable')?.reason, 'DatabaseAuthenticationFailed');
+    const text = JSON.stringify(failed.status);
+    assert.ok(
+      !text.includes('not-the-password') && !text.includes('Access denied'),
+      'no credential, no server text',
+    );
+    await replaceSecret('mypass-db', url);
+    await recovered('mypass');
+  });
+
+  it('a database the user has no grant on is DatabasePermissionDenied naming errno 1044; its own database recovers', async () => {
+    // MariaDB does not say whether a database it refuses exists: without a grant on it, the answer is 1044.
+    const url = await e2e().env.mariadb!.createDatabase('mygrant_db');
+    const other = new URL(url);
+    other.pathname = '/absent_db';
+    const failed = await failingMysqlSchema('mygrant', other.toString());
+    await assertCause(
+      failed,
+      'DatabasePermissionDenied',
+      /MySQL error 1044 ER_DBACCESS_DENIED_ERROR, SQLSTATE 42000/,
+    );
+    assert.ok(!JSON.stringify(failed.status).includes('absent_db'), 'no server text naming the database');
+    await replaceSecret('mygrant-db', url);
+    await recovered('mygrant');
+  });
+
+  it('desired MySQL that does not parse is DesiredStateInvalid with file:line:column; MariaDB is not called unreachable', async () => {
+    const url = await e2e().env.mariadb!.createDatabase('mysyntax_db');
+    const failed = await failingMysqlSchema(
+      'mysyntax',
+      url,
+      'CREATE TABLE ok_t (id int PRIMARY KEY);\nCREATE TABL oops (id int);\n',
+    );
+    await assertCause(failed, 'DesiredStateInvalid', /the desired state does not load: schema\.sql:2:\d+: /);
+    assert.notEqual(condition(failed, 'DatabaseReachable')?.status, 'False');
+  });
 });
+
+const CAUSE_TABLE = 'CREATE TABLE cause_items (id bigint PRIMARY KEY);\n';
+
+function condition(s: PtahSchema, type: string) {
+  return s.status?.conditions?.find((c) => c.type === type);
+}
+
+/** Source, Secret and schema (engine mysql, policy Always); waits until its first operation fails. */
+async function failingMysqlSchema(name: string, url: string, sql = CAUSE_TABLE): Promise<PtahSchema> {
+  await createSource(e2e(), `${name}-src`, { 'schema.sql': sql });
+  await createSecret(e2e(), `${name}-db`, url);
+  await createSchema(e2e(), name, {
+    source: `${name}-src`,
+    secret: `${name}-db`,
+    engine: 'mysql',
+    policy: { apply: 'Always' },
+  });
+  const settled = await waitForPhase(e2e(), name, ['Failed', 'InSync', 'Blocked'], 120_000);
+  if (settled.status?.phase !== 'Failed') await dumpDebug(e2e(), name);
+  assert.equal(settled.status?.phase, 'Failed', JSON.stringify(settled.status?.conditions));
+  return settled;
+}
+
+/** The cause is the condition's reason, its message matches, and the Warning Event says the same. */
+async function assertCause(s: PtahSchema, reason: string, message: RegExp): Promise<void> {
+  const failed = condition(s, 'ReconciliationFailed');
+  assert.equal(failed?.status, 'True');
+  assert.equal(failed?.reason, reason, failed?.message);
+  assert.match(failed?.message ?? '', message);
+  const events = await eventually(
+    `a ${reason} Event on ${s.metadata!.name}`,
+    async () => {
+      const list = await eventsOf(e2e(), s.metadata!.name!, reason);
+      return list.length > 0 ? list : undefined;
+    },
+    30_000,
+  );
+  assert.equal(events[0]!.type, 'Warning');
+  assert.match(events[0]!.message ?? '', message);
+}
+
+async function replaceSecret(name: string, url: string): Promise<void> {
+  await e2e().core.replaceNamespacedSecret({
+    name,
+    namespace: e2e().namespace,
+    body: { metadata: { name }, stringData: { url } },
+  });
+}
+
+async function recovered(name: string): Promise<void> {
+  const s = await waitForPhase(e2e(), name, ['InSync'], 180_000);
+  const after = condition(s, 'ReconciliationFailed');
+  assert.equal(after?.status, 'False', JSON.stringify(after));
+  assert.equal(after?.reason, 'Succeeded');
+}
