@@ -37,6 +37,9 @@ export function schemaPlanFingerprint(binding: PlanBinding): Sha256Digest {
   ) {
     throw new FingerprintError('a plan from an OCI source must bind the verification policy UID and digest');
   }
+  if (binding.sourceType === 'Git' && binding.sourceDigest === undefined) {
+    throw new FingerprintError('a plan from a Git source must bind the digest of its repository and path');
+  }
   return canonicalDigest({ ...binding });
 }
 
@@ -83,6 +86,11 @@ export function migrationPlanFingerprint(
   ) {
     throw new FingerprintError(
       'a migration plan from an OCI source must bind the verification policy UID and digest',
+    );
+  }
+  if (binding.sourceType === 'Git' && binding.sourceDigest === undefined) {
+    throw new FingerprintError(
+      'a migration plan from a Git source must bind the digest of its repository and path',
     );
   }
   if (migrations.length === 0) throw new FingerprintError('a migration plan needs at least one migration');

@@ -86,7 +86,8 @@ export const SNAPSHOT_CHECK_CONTAINER = 'check-snapshot';
 export const ARTIFACT_OPERATIONS: readonly string[] = ['resolve', 'verify'];
 /**
  * Every init container an operation Job may have (the snapshot check; for an OCI source the credential-free
- * authority guard and the fetch, src/controller/jobs/oci-job-source.ts); none takes a value from a Secret.
+ * authority guard and the fetch, src/controller/jobs/oci-job-source.ts; for a Git source the fetch alone,
+ * src/controller/jobs/git-job-source.ts); none takes a value from a Secret.
  */
 export const INIT_CONTAINERS: readonly string[] = [SNAPSHOT_CHECK_CONTAINER, 'guard-source', 'fetch-source'];
 
@@ -102,4 +103,10 @@ export const JOB_VOLUMES: Readonly<Record<string, 'emptyDir' | 'configMap' | 'pr
   'registry-grants': 'secret',
   'registry-auth': 'secret',
   'registry-ca': 'configMap',
+  // A Git source (src/controller/jobs/git-job-source.ts): the credential, the CA bundle, the known hosts,
+  // and the directory only the container holding the credential mounts (Ptah's private copies and objects).
+  'git-auth': 'secret',
+  'git-ca': 'configMap',
+  'git-known-hosts': 'configMap',
+  'git-private': 'emptyDir',
 };

@@ -23,6 +23,11 @@ export const planBinding = object({
   configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
   verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
   verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
+  sourceDigest: optional(
+    digest(
+      'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',
+    ),
+  ),
   contentDigest: digest('Content digest of the source files.'),
   coordinationDigest: digest('Digest of the database realm.'),
   targetIdentityDigest: digest('Credential-free identity of the route to the database.'),

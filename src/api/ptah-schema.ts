@@ -1,8 +1,8 @@
 /**
  * PtahSchema: a database schema (and reference rows) declared from a source, converged by the operator.
  *
- * The source is a ConfigMap or an OCI artifact; `DESIRED_SOURCE_KINDS` lists the members of `spec.desired`
- * so the exactly-one-source rule grows with it when the Git source arrives.
+ * The source is a ConfigMap, an OCI artifact or a Git repository; `DESIRED_SOURCE_KINDS` lists the members
+ * of `spec.desired` so the exactly-one-source rule names every one of them.
  */
 import { DURATION_PATTERN } from './duration.ts';
 import { SERVER_PRODUCTS, SERVER_VERSION_PATTERN } from '../protocol/result.ts';
@@ -185,11 +185,117 @@ export const ociSource = object(
 );
 export type OciSource = Infer<typeof ociSource>;
 
+/**
+ * A repository URL as a Git source names it: https://, http:// (only with plainHttp), ssh:// or the scp form
+ * user@host:path. No whitespace, no `#` (the manager's reference strings use it as a separator) and no
+ * password: the credential comes from the Secret, and the URL reaches status and plans.
+ */
+export const GIT_REPOSITORY_PATTERN =
+  '^(https?://[^\\s#@?]+|ssh://[A-Za-z0-9_][A-Za-z0-9._-]*@[^\\s#@?:]+(:[0-9]{1,5})?/[^\\s#?]+|[A-Za-z0-9_][A-Za-z0-9._-]*@[^\\s#@?:/]+:[^\\s#?]+)$';
+/** git check-ref-format's rules, as far as a source may meet them; `:` and `#` can never appear. */
+export const GIT_REF_NAME_PATTERN = '^[A-Za-z0-9_+-][A-Za-z0-9._/+-]*$';
+/** The selected path in the repository: `.` for the root, else a relative path without dot segments. */
+export const GIT_PATH_PATTERN = `^(\\.|${SOURCE_PATH_PATTERN.slice(1, -1)})$`;
+
+const configMapKeyRef = (description: string) =>
+  object(
+    {
+      name: objectName('ConfigMap in the resource namespace.'),
+      key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+    },
+    { description },
+  );
+
+export const gitSource = object(
+  {
+    repository: string({
+      description:
+        'The repository: https://host/path, ssh://user@host[:port]/path or user@host:path (http:// only with plainHttp). No password in it.',
+      pattern: GIT_REPOSITORY_PATTERN,
+      minLength: 3,
+      maxLength: 400,
+    }),
+    branch: optional(
+      string({
+        description: 'Follow this branch: its tip is read again at every interval.',
+        pattern: GIT_REF_NAME_PATTERN,
+        maxLength: 200,
+      }),
+    ),
+    tag: optional(
+      string({
+        description: 'The commit this tag names (an annotated tag is peeled); read again at every interval.',
+        pattern: GIT_REF_NAME_PATTERN,
+        maxLength: 200,
+      }),
+    ),
+    commit: optional(
+      string({
+        description:
+          'A commit by its id (40 or 64 hex digits): fetched only where the server gives it, at a branch or lightweight tag or by id.',
+        pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$',
+        maxLength: 64,
+      }),
+    ),
+    path: defaulted(
+      string({
+        description:
+          'A directory (or one file) in the repository whose files are the desired state; . is the root.',
+        pattern: GIT_PATH_PATTERN,
+        maxLength: 253,
+      }),
+      '.',
+    ),
+    credentialsSecretRef: optional(
+      object(
+        {
+          name: objectName(
+            'A Secret with username and password (HTTPS) or ssh-privatekey (SSH), plus the grant keys host (the host[:port] the credential may be sent to), caSHA256 (with caConfigMapRef) and knownHostsSHA256 (with knownHostsConfigMapRef). The manager never reads it; only the Resolve container and the fetch init container mount it.',
+          ),
+        },
+        { description: 'The Git credential.' },
+      ),
+    ),
+    caConfigMapRef: optional(
+      configMapKeyRef('A custom CA for an https repository; the runner copies its exact bytes before use.'),
+    ),
+    knownHostsConfigMapRef: optional(
+      configMapKeyRef(
+        "known_hosts lines pinning an SSH server's host key; an SSH repository without them is refused.",
+      ),
+    ),
+    plainHttp: optional(boolean({ description: 'Allow an http:// repository. Only when explicitly true.' })),
+  },
+  {
+    description:
+      'The desired state read from a Git repository: the commit a branch, tag or commit id names, resolved by a Job and fetched again by every operation that reads it.',
+    validations: [
+      {
+        rule: '[has(self.branch), has(self.tag), has(self.commit)].exists_one(x, x)',
+        message: 'name exactly one of branch, tag, commit',
+      },
+      {
+        rule: "!self.repository.startsWith('http://') || (has(self.plainHttp) && self.plainHttp)",
+        message: 'an http:// repository needs plainHttp: true',
+      },
+      {
+        rule: "!has(self.caConfigMapRef) || self.repository.startsWith('https://')",
+        message: 'caConfigMapRef is for an https:// repository',
+      },
+      {
+        rule: "!has(self.knownHostsConfigMapRef) || !self.repository.startsWith('http')",
+        message: 'knownHostsConfigMapRef is for an SSH repository',
+      },
+    ],
+  },
+);
+export type GitSourceSpec = Infer<typeof gitSource>;
+
 /** Members of spec.desired that name a source; exactly one must be set. */
-export const DESIRED_SOURCE_KINDS = ['configMap', 'oci'] as const;
+export const DESIRED_SOURCE_KINDS = ['configMap', 'oci', 'git'] as const;
 
 export const desiredSource = withRules(
-  object({ configMap: optional(configMapSource), oci: optional(ociSource) }),
+  object({ configMap: optional(configMapSource), oci: optional(ociSource), git: optional(gitSource) }),
   [
     {
       rule: `[${DESIRED_SOURCE_KINDS.map((k) => `has(self.${k})`).join(', ')}].exists_one(x, x)`,
@@ -353,9 +459,37 @@ export type Verification = Infer<typeof verification>;
 
 export const resolution = object({
   sourceType: enumOf(SOURCE_TYPES),
-  requestedReference: optional(string({ maxLength: 512, description: 'The OCI reference spec names.' })),
+  requestedReference: optional(
+    string({
+      maxLength: 1024,
+      description:
+        'The OCI reference spec names; for a Git source the repository, ref and path as one string.',
+    }),
+  ),
   resolvedReference: optional(
-    string({ maxLength: 512, description: 'The digest-pinned reference every later operation fetches.' }),
+    string({
+      maxLength: 1024,
+      description:
+        'The digest-pinned reference every later operation fetches; for a Git source the repository, commit and path.',
+    }),
+  ),
+  repository: optional(string({ maxLength: 400, description: 'Git: the repository Resolve answered for.' })),
+  ref: optional(
+    string({
+      maxLength: 256,
+      description: 'Git: the branch, tag or commit id spec names, as refs/heads/…, refs/tags/… or the id.',
+    }),
+  ),
+  path: optional(string({ maxLength: 253, description: 'Git: the path whose files were selected.' })),
+  commit: optional(
+    string({
+      pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$',
+      maxLength: 64,
+      description: 'Git: the commit Resolve found the ref at.',
+    }),
+  ),
+  sourceDigest: optional(
+    digest('Git: SHA-256 of the repository URL and the path, which a plan binds beside the content digest.'),
   ),
   digest: optional(digest('The artifact manifest digest the reference resolved to.')),
   mediaType: optional(string({ maxLength: 255, description: 'Media type of the artifact manifest.' })),
@@ -366,7 +500,7 @@ export const resolution = object({
     uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),
   ),
   contentDigest: digest(
-    'SHA-256 of the snapshot manifest; for an OCI source the artifact digest every operation is bound to.',
+    'SHA-256 of the snapshot manifest (of a ConfigMap source, or of the files a Git commit holds at its path); for an OCI source the artifact digest every operation is bound to.',
   ),
   snapshotName: optional(objectName('The immutable ptah-src-<hash> ConfigMap holding the files.')),
   fileCount: optional(integer({ minimum: 0 })),
@@ -449,8 +583,9 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
       contentDigest: optional(digest('Content digest the operation is bound to.')),
       artifactReference: optional(
         string({
-          maxLength: 512,
-          description: 'The OCI reference the operation reads: requested for Resolve, digest-pinned after.',
+          maxLength: 1024,
+          description:
+            'The OCI reference (or Git repository, ref and path) the operation reads: requested for Resolve, digest- or commit-pinned after.',
         }),
       ),
       verificationPolicy: optional(

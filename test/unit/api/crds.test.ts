@@ -61,7 +61,7 @@ describe('CRDs', () => {
     const desired = spec.properties!['desired']!;
     assert.deepEqual(
       desired['x-kubernetes-validations']?.map((r) => r.rule),
-      ['[has(self.configMap), has(self.oci)].exists_one(x, x)'],
+      ['[has(self.configMap), has(self.oci), has(self.git)].exists_one(x, x)'],
     );
     assert.deepEqual(
       spec['x-kubernetes-validations']?.map((r) => r.rule),

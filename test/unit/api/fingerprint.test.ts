@@ -22,6 +22,7 @@ const binding: PlanBinding = {
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000002',
   verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000003',
   verificationPolicyDigest: d('policy bytes'),
+  sourceDigest: d('repository and path'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
@@ -77,6 +78,15 @@ describe('schema plan fingerprint', () => {
   it('refuses another contract version and a ConfigMap source without its UID', () => {
     assert.throws(() => schemaPlanFingerprint({ ...binding, contractVersion: 1 }), FingerprintError);
     assert.throws(() => schemaPlanFingerprint({ ...binding, configMapUID: undefined }), FingerprintError);
+  });
+
+  it('refuses a Git source without the digest of its repository and path', () => {
+    const git = { ...binding, sourceType: 'Git' as const };
+    assert.throws(() => schemaPlanFingerprint({ ...git, sourceDigest: undefined }), FingerprintError);
+    assert.notEqual(
+      schemaPlanFingerprint(git),
+      schemaPlanFingerprint({ ...git, sourceDigest: d('other path') }),
+    );
   });
 
   it('refuses an OCI source whose plan does not bind the verification policy UID and digest', () => {
@@ -152,7 +162,12 @@ describe('fingerprint contract stability', () => {
   // upgrade, so that must be a deliberate contract change, not a side effect.
   it('is the SHA-256 of the sorted, whitespace-free JSON of the binding', () => {
     // A ConfigMap source's binding, as contract version 2 has always written it.
-    const { verificationPolicyUID: _u, verificationPolicyDigest: _d, ...configMapBinding } = binding;
+    const {
+      verificationPolicyUID: _u,
+      verificationPolicyDigest: _d,
+      sourceDigest: _s,
+      ...configMapBinding
+    } = binding;
     const small = { ...configMapBinding, managerImage: 'm', runnerImage: 'r' };
     const text =
       '{"configMapUID":"6f1c1d2e-0000-4000-8000-000000000002","contentDigest":"' +

@@ -30,6 +30,7 @@ const binding: MigrationPlanBinding = {
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000012',
   verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000013',
   verificationPolicyDigest: sha256Digest('policy'),
+  sourceDigest: sha256Digest('repository and path'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
