@@ -16,6 +16,7 @@ export type LiveBinding = Pick<
   | 'configMapUID'
   | 'verificationPolicyUID'
   | 'verificationPolicyDigest'
+  | 'sourceDigest'
   | 'contentDigest'
   | 'coordinationDigest'
   | 'targetIdentityDigest'
@@ -37,6 +38,7 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   configMapUID: true,
   verificationPolicyUID: true,
   verificationPolicyDigest: true,
+  sourceDigest: true,
   contentDigest: true,
   coordinationDigest: true,
   targetIdentityDigest: true,
@@ -51,13 +53,14 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
 };
 
 /**
- * Bindings only one source type has (a ConfigMap's UID, an OCI source's policy): absent on both sides they
+ * Bindings only one source type has (a ConfigMap's UID, an OCI source's policy, a Git source's repository and path): absent on both sides they
  * agree. Which of them a source type must bind, the fingerprint itself refuses to leave out.
  */
 const BY_SOURCE_TYPE: ReadonlySet<keyof LiveBinding> = new Set([
   'configMapUID',
   'verificationPolicyUID',
   'verificationPolicyDigest',
+  'sourceDigest',
 ]);
 
 /**

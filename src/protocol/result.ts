@@ -23,6 +23,7 @@ export const RUNNER_OPERATIONS = [
   'verify',
   'guard-oci-source',
   'fetch-oci',
+  'fetch-git',
 ] as const;
 export type RunnerOperation = (typeof RUNNER_OPERATIONS)[number];
 
@@ -278,6 +279,20 @@ export interface FetchOutputs {
   readonly files: number;
 }
 
+/** What a Git Resolve found: the commit the ref names now and the content digest of the selected files. */
+export interface GitCommitOutputs {
+  readonly repository: string;
+  /** refs/heads/<branch>, refs/tags/<tag> or the commit id, as the Job was given it. */
+  readonly ref: string;
+  readonly path: string;
+  readonly commit: string;
+  readonly contentDigest: string;
+  /** sha256 of the repository URL and the path (what a plan binds beside the content digest). */
+  readonly sourceDigest: string;
+  readonly files: number;
+  readonly size: number;
+}
+
 export interface RunnerOutputs {
   readonly drift?: DriftSummary;
   readonly plan?: PlanOutputs;
@@ -288,6 +303,7 @@ export interface RunnerOutputs {
   readonly artifact?: ArtifactOutputs;
   readonly verification?: VerificationOutputs;
   readonly fetch?: FetchOutputs;
+  readonly gitCommit?: GitCommitOutputs;
 }
 
 export interface OutputTruncation {

@@ -24,6 +24,14 @@ import {
   runOciCommand,
 } from './oci-source.ts';
 import {
+  compileGitOptions,
+  GIT_COMMAND_OPERATION,
+  gitSecrets,
+  GitOptionsError,
+  isGitCommand,
+  runGitCommand,
+} from './git-source.ts';
+import {
   compileRunnerOptions,
   operationIdOf,
   RunnerOptionsError,
@@ -80,6 +88,13 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
       operationId = operationIdOf(env);
       redactor = createRedactor([], registrySecrets(oci));
       report = await runOciCommand(oci, say, io.signal);
+    } else if (isGitCommand(argv[0])) {
+      // A Git command: no database URL anywhere; the Git password and key are what to redact.
+      operation = GIT_COMMAND_OPERATION[argv[0]];
+      const git = compileGitOptions(argv, env);
+      operationId = operationIdOf(env);
+      redactor = createRedactor([], gitSecrets(git));
+      report = await runGitCommand(git, say, io.signal);
     } else {
       const options = compileRunnerOptions(argv, env, startedAt);
       operation = options.mode === 'check-snapshot' ? 'check-snapshot' : options.operation;
@@ -94,7 +109,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
     }
   } catch (error) {
     operation ??= guessOperation(argv, env);
-    if (error instanceof OciOptionsError) {
+    if (error instanceof OciOptionsError || error instanceof GitOptionsError) {
       say(`refused: ${error.message}`);
       report = refused(error.code, error.message);
     } else if (error instanceof RunnerOptionsError) {
@@ -294,6 +309,7 @@ function snake(reason: string): string {
 function guessOperation(argv: readonly string[], env: Env): RunnerOperation | undefined {
   if (argv[0] === 'check-snapshot') return 'check-snapshot';
   if (isOciCommand(argv[0])) return argv[0];
+  if (isGitCommand(argv[0])) return GIT_COMMAND_OPERATION[argv[0]];
   const i = argv.indexOf('--operation');
   const fromArgs =
     i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--operation='))?.slice('--operation='.length);

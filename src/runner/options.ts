@@ -551,7 +551,7 @@ function nonEmpty(v: string | undefined): string | undefined {
 }
 
 /** A script is run by this Node (no shell, no PATH lookup for the interpreter); anything else is executed. */
-function ptahCommand(binary: string | undefined): PtahCommand {
+export function ptahCommand(binary: string | undefined): PtahCommand {
   const file = binary ?? fileURLToPath(ptahProgramUrl());
   if (binary !== undefined && !existsSync(file)) {
     throw new RunnerOptionsError(

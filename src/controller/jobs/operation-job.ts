@@ -15,6 +15,8 @@
  *   guard, then the fetch with the registry credential; the container with the URL mounts only the fetched
  *   files, read-only, and never the registry Secret. Resolve and Verify hold the registry credential and no
  *   database credential at all;
+ * - for a Git source, one init container (`git-job-source.ts`): the fetch with the Git credential, held to
+ *   the bound commit and content digest; a Git Resolve holds the Git credential and no database credential;
  * - the main container runs `ptah-runner`, which reads the URL from PTAH_DB_URL (a secretKeyRef): env only,
  *   never argv;
  * - the annotation envelope names the claim and the manager that built the Job; the owner reference ties it
@@ -39,6 +41,8 @@ import {
   type ArtifactJobSource,
   type OciJobSource,
 } from './oci-job-source.ts';
+import { gitResolveContainer, gitSourceParts, type GitJobSource } from './git-job-source.ts';
+import { commitOfPinnedReference } from '../snapshot/git-reference.ts';
 import {
   JOB_ANNOTATIONS,
   JOB_FAMILIES,
@@ -88,6 +92,8 @@ export interface SchemaJobInput {
   };
   /** An OCI source: Observe and Plan fetch the pinned artifact the claim names instead of a snapshot. */
   readonly oci?: OciJobSource;
+  /** A Git source: Observe and Plan fetch the commit the claim names again instead of a snapshot. */
+  readonly git?: GitJobSource;
   readonly manager: ManagerIdentity;
   readonly now: Date;
 }
@@ -116,7 +122,7 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
   }
   if (operation === 'apply' && input.plan === undefined)
     throw new Error('an apply Job needs the plan chunks');
-  const source = sourceOf(operation !== 'apply', claim, input.oci, SCHEMA_DIR);
+  const source = sourceOf(operation !== 'apply', claim, input.oci ?? input.git, SCHEMA_DIR);
 
   const volumes: V1Volume[] = [];
   const mainMounts: V1VolumeMount[] = [];
@@ -160,7 +166,10 @@ export function buildSchemaJob(input: SchemaJobInput): V1Job {
     extraVolumes: volumes,
     extraMounts: mainMounts,
     env: [
-      { name: 'PTAH_SCHEMA_DIR', value: source?.kind === 'oci' ? OCI_SOURCE_DIR : SCHEMA_DIR },
+      {
+        name: 'PTAH_SCHEMA_DIR',
+        value: source?.kind === 'snapshot' || source === undefined ? SCHEMA_DIR : OCI_SOURCE_DIR,
+      },
       { name: 'PTAH_WORK_DIR', value: WORK_DIR },
       { name: 'PTAH_EXCLUDE', value: JSON.stringify([...input.exclude].sort()) },
       { name: 'PTAH_PROTECTED_TABLES', value: JSON.stringify([...input.protectedTables].sort()) },
@@ -203,6 +212,8 @@ export interface MigrationJobInput {
   };
   /** An OCI source: History and Apply fetch the pinned migration directory the claim names. */
   readonly oci?: OciJobSource;
+  /** A Git source: History and Apply fetch the commit the claim names again. */
+  readonly git?: GitJobSource;
   readonly manager: ManagerIdentity;
   readonly now: Date;
 }
@@ -216,7 +227,7 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
   if (claim.type !== 'History' && claim.type !== 'Apply') {
     throw new Error(`a migration Job runs History or Apply, not ${claim.type}`);
   }
-  const source = sourceOf(true, claim, input.oci, MIGRATIONS_DIR)!;
+  const source = sourceOf(true, claim, input.oci ?? input.git, MIGRATIONS_DIR)!;
   if (claim.type === 'Apply' && input.plan === undefined) throw new Error('a migration apply needs its plan');
   const operation = claim.type === 'History' ? 'history' : 'apply';
   const plan = claim.type === 'Apply' ? input.plan : undefined;
@@ -237,7 +248,7 @@ export function buildMigrationJob(input: MigrationJobInput): V1Job {
     extraVolumes: [],
     extraMounts: [],
     env: [
-      { name: 'PTAH_MIGRATIONS_DIR', value: source.kind === 'oci' ? OCI_SOURCE_DIR : MIGRATIONS_DIR },
+      { name: 'PTAH_MIGRATIONS_DIR', value: source.kind === 'snapshot' ? MIGRATIONS_DIR : OCI_SOURCE_DIR },
       { name: 'PTAH_WORK_DIR', value: WORK_DIR },
       executionNotAfter(input.now, input.activeDeadlineSeconds),
       ...(plan !== undefined
@@ -270,15 +281,17 @@ export interface ArtifactJobInput {
     Claim,
     'operationId' | 'inputsFingerprint' | 'jobName' | 'contentDigest' | 'snapshotName' | 'artifactReference'
   > & { readonly type: string };
-  readonly source: ArtifactJobSource;
+  /** The registry for an OCI source; the repository for a Git source (which has a Resolve and no Verify). */
+  readonly source: ArtifactJobSource | GitJobSource;
   readonly activeDeadlineSeconds: number;
   readonly manager: ManagerIdentity;
   readonly now: Date;
 }
 
 /**
- * Resolve or Verify, for either family: the registry credential and no database credential. The main
- * container runs `ptah-runner resolve|verify`; a Verify carries the policy bytes it evaluates.
+ * Resolve or Verify, for either family: the registry (or Git) credential and no database credential. The
+ * main container runs `ptah-runner resolve|verify`, or `resolve-git`; a Verify carries the policy bytes it
+ * evaluates.
  */
 export function buildArtifactJob(input: ArtifactJobInput): V1Job {
   const { claim } = input;
@@ -288,7 +301,14 @@ export function buildArtifactJob(input: ArtifactJobInput): V1Job {
   if (claim.artifactReference === undefined) throw new Error('an artifact Job needs the reference it reads');
   const schema = input.owner.kind === 'PtahSchema';
   const operation = claim.type === 'Resolve' ? 'resolve' : 'verify';
-  const main = artifactContainer(operation, claim.artifactReference, input.source);
+  const source = input.source;
+  let main: ReturnType<typeof artifactContainer>;
+  if ('kind' in source) {
+    if (operation !== 'resolve') throw new Error('a Git source has a Resolve and no Verify');
+    main = gitResolveContainer(source);
+  } else {
+    main = artifactContainer(operation, claim.artifactReference, source);
+  }
   return operationJob({
     owner: input.owner,
     claim,
@@ -308,16 +328,29 @@ export function buildArtifactJob(input: ArtifactJobInput): V1Job {
 }
 
 type JobSource =
-  { readonly kind: 'snapshot'; readonly out: string } | (OciJobSource & { readonly kind: 'oci' });
+  | { readonly kind: 'snapshot'; readonly out: string }
+  | (OciJobSource & { readonly kind: 'oci' })
+  | (GitJobSource & { readonly commit: string });
 
-/** What an operation reads its files from: the checked snapshot, or the pinned artifact the claim names. */
+/**
+ * What an operation reads its files from: the checked snapshot, the pinned artifact the claim names, or the
+ * commit the claim names.
+ */
 function sourceOf(
   readsFiles: boolean,
   claim: Pick<Claim, 'snapshotName' | 'contentDigest' | 'artifactReference'> & { readonly type: string },
-  oci: OciJobSource | undefined,
+  oci: OciJobSource | GitJobSource | undefined,
   out: string,
 ): JobSource | undefined {
   if (!readsFiles) return undefined;
+  if (oci !== undefined && 'kind' in oci) {
+    const commit =
+      claim.artifactReference !== undefined ? commitOfPinnedReference(claim.artifactReference) : undefined;
+    if (commit === undefined || claim.contentDigest === undefined) {
+      throw new Error(`a ${claim.type} Job needs the commit and the content digest it is bound to`);
+    }
+    return { ...oci, commit };
+  }
   if (oci !== undefined) {
     if (claim.artifactReference === undefined || claim.contentDigest === undefined) {
       throw new Error(`a ${claim.type} Job needs the pinned artifact and the digest it is bound to`);
@@ -420,6 +453,18 @@ function operationJob(parts: OperationJobParts): V1Job {
     volumes.push(...oci.volumes);
     initContainers.push(...oci.initContainers);
     mainMounts.push(oci.mainMount);
+  }
+  if (parts.source?.kind === 'git') {
+    const git = gitSourceParts(
+      parts.source,
+      { commit: parts.source.commit, contentDigest: claim.contentDigest! },
+      hardened,
+      claim.operationId,
+      parts.manager.runnerImage,
+    );
+    volumes.push(...git.volumes);
+    initContainers.push(...git.initContainers);
+    mainMounts.push(git.mainMount);
   }
   if (parts.source?.kind === 'snapshot') {
     volumes.push({ name: 'snapshot', configMap: { name: claim.snapshotName!, defaultMode: 0o444 } });

@@ -5,7 +5,7 @@
  * Nothing here carries a credential, SQL or a row value: the Secret is known by name and key, a migration
  * by its version, checksum and flags, a run by its versions and the codes a database answered.
  */
-import type { OciSourceView } from '../snapshot/artifact-steps.ts';
+import type { OciSourceView, GitSourceView } from '../snapshot/artifact-steps.ts';
 import type {
   LastRun,
   MigrationClaim,
@@ -42,6 +42,8 @@ export interface MigrationSpecView {
   readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };
   /** spec.desired.oci, when the source is an OCI artifact (then `configMap` names nothing). */
   readonly oci?: OciSourceView;
+  /** spec.desired.git, when the source is a Git repository (then `configMap` names nothing). */
+  readonly git?: GitSourceView;
   /** spec.verificationPolicyFrom.name: required with an OCI source. */
   readonly verificationPolicyName?: string;
   readonly policy: {

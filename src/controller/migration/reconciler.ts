@@ -398,6 +398,7 @@ export class MigrationReconciler {
       );
     }
     const oci = ociJobSource('PtahMigration', view.spec.oci);
+    const git = view.spec.git;
     let plan: PtahMigrationPlan | undefined;
     if (claim.type === 'Apply') {
       plan = await this.deps.ptah.get<PtahMigrationPlan>(
@@ -413,6 +414,7 @@ export class MigrationReconciler {
       migration: { name: view.name, namespace: view.namespace, uid: view.uid },
       claim,
       ...(oci !== undefined ? { oci } : {}),
+      ...(git !== undefined ? { git } : {}),
       engine: canonicalEngine(view.spec.engine) ?? 'postgres',
       urlFrom: view.spec.urlFrom,
       activeDeadlineSeconds: view.spec.activeDeadlineSeconds,

@@ -3,7 +3,7 @@
  * in milliseconds, the unresolved-run annotation parsed and checked, approvals and acknowledgments reduced to
  * what their exactness is judged on.
  */
-import { ociSourceView } from '../snapshot/artifact-steps.ts';
+import { gitSourceView, ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import {
   MIGRATION_FINALIZER,
@@ -37,6 +37,7 @@ export function migrationView(obj: PtahMigration): MigrationView {
   const spec = withDefaults(ptahMigrationSpec, obj.spec);
   const cm = spec.desired.configMap;
   const oci = ociSourceView(spec.desired);
+  const git = gitSourceView(spec.desired);
   const annotation = parseUnresolvedAnnotation(obj.metadata.annotations?.[UNRESOLVED_RUN_ANNOTATION]);
   return {
     namespace: obj.metadata.namespace ?? '',
@@ -54,6 +55,7 @@ export function migrationView(obj: PtahMigration): MigrationView {
         files: (cm?.files ?? []).map((f) => ({ key: f.key, path: f.path ?? f.key })),
       },
       ...(oci !== undefined ? { oci } : {}),
+      ...(git !== undefined ? { git } : {}),
       ...(spec.verificationPolicyFrom !== undefined
         ? { verificationPolicyName: spec.verificationPolicyFrom.name }
         : {}),

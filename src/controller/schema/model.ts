@@ -7,7 +7,7 @@
  * report by its digest and counts, the plan by its name, UID and digests.
  */
 
-import type { OciSourceView } from '../snapshot/artifact-steps.ts';
+import type { OciSourceView, GitSourceView } from '../snapshot/artifact-steps.ts';
 import type {
   ApplyPolicy,
   Claim,
@@ -47,6 +47,8 @@ export interface SchemaSpecView {
   readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };
   /** spec.desired.oci, when the source is an OCI artifact (then `configMap` names nothing). */
   readonly oci?: OciSourceView;
+  /** spec.desired.git, when the source is a Git repository (then `configMap` names nothing). */
+  readonly git?: GitSourceView;
   /** spec.verificationPolicyFrom.name: required with an OCI source. */
   readonly verificationPolicyName?: string;
   readonly policy: {

@@ -415,6 +415,7 @@ export class SchemaReconciler {
       );
     }
     const oci = ociJobSource('PtahSchema', view.spec.oci);
+    const git = view.spec.git;
     let plan: PtahSchemaPlan | undefined;
     if (claim.type === 'Apply') {
       plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
@@ -426,6 +427,7 @@ export class SchemaReconciler {
       schema: { name: view.name, namespace: view.namespace, uid: view.uid },
       claim,
       ...(oci !== undefined ? { oci } : {}),
+      ...(git !== undefined ? { git } : {}),
       engine: canonicalEngine(view.spec.engine) ?? 'postgres',
       urlFrom: view.spec.urlFrom,
       exclude: view.spec.policy.exclude,

@@ -2,7 +2,7 @@
  * Maps stored objects onto the decision's view: the spec with every default applied and durations in
  * milliseconds, approvals reduced to what exactness is judged on.
  */
-import { ociSourceView } from '../snapshot/artifact-steps.ts';
+import { gitSourceView, ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import { SCHEMA_FINALIZER } from '../../api/meta.ts';
 import { ptahSchemaSpec, type PtahSchema } from '../../api/ptah-schema.ts';
@@ -14,6 +14,7 @@ export function schemaView(obj: PtahSchema): SchemaView {
   const spec = withDefaults(ptahSchemaSpec, obj.spec);
   const cm = spec.desired.configMap;
   const oci = ociSourceView(spec.desired);
+  const git = gitSourceView(spec.desired);
   return {
     namespace: obj.metadata.namespace ?? '',
     name: obj.metadata.name,
@@ -30,6 +31,7 @@ export function schemaView(obj: PtahSchema): SchemaView {
         files: (cm?.files ?? []).map((f) => ({ key: f.key, path: f.path ?? f.key })),
       },
       ...(oci !== undefined ? { oci } : {}),
+      ...(git !== undefined ? { git } : {}),
       ...(spec.verificationPolicyFrom !== undefined
         ? { verificationPolicyName: spec.verificationPolicyFrom.name }
         : {}),

@@ -1,7 +1,8 @@
 /**
- * Resolve → Verify for an OCI source, for both families: the steps each family's `decide` takes before it
- * reads the database (Observe for a schema, History for a migration). A family supplies its own claim,
- * fail, block and retire through `ArtifactFamily`; the decisions about the artifact are made here once.
+ * Resolve → Verify for an OCI source, and Resolve alone for a Git source, for both families: the steps each
+ * family's `decide` takes before it reads the database (Observe for a schema, History for a migration). A
+ * family supplies its own claim, fail, block and retire through `ArtifactFamily`; the decisions about the
+ * source are made here once.
  *
  * - Resolve records the digest behind the requested reference. A digest other than the recorded one is a
  *   new source: the plan retires (its approvals go Stale). A resource that came from a ConfigMap loses its
@@ -11,8 +12,14 @@
  * - A registry that cannot be reached leaves what was recorded and says the source's freshness is unknown.
  * - A policy replaced in the cluster (another UID or other bytes) is a changed input: the plan made under
  *   the old one retires and the pipeline runs again at once.
+ * - A Git Resolve records the commit the ref names and the content digest of the selected files; the read
+ *   follows directly (no verification policy). Another content digest, repository or path retires the plan;
+ *   a commit that leaves the selected files as they were keeps it. A refused source (a submodule, an LFS
+ *   pointer, an unpinned host key, a commit the server does not give) fails with Ptah's last line.
  */
 import type { DesiredSource, Resolution } from '../../api/ptah-schema.ts';
+import type { GitJobSource } from '../jobs/git-job-source.ts';
+import { gitPinnedReference, gitRequestedReference } from './git-reference.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import type { CollectSnapshots } from './record-resolution.ts';
 
@@ -39,6 +46,36 @@ export function ociSourceView(desired: DesiredSource): OciSourceView | undefined
   };
 }
 
+/** spec.desired.git as both families' views carry it: names only, the ref spelled as the runner reads it. */
+export type GitSourceView = GitJobSource;
+
+export function gitSourceView(desired: DesiredSource): GitSourceView | undefined {
+  const git = desired.git;
+  if (git === undefined) return undefined;
+  const ref =
+    git.branch !== undefined
+      ? `refs/heads/${git.branch}`
+      : git.tag !== undefined
+        ? `refs/tags/${git.tag}`
+        : (git.commit ?? '');
+  return {
+    kind: 'git',
+    repository: git.repository,
+    ref,
+    path: git.path ?? '.',
+    ...(git.credentialsSecretRef !== undefined
+      ? { credentialsSecretName: git.credentialsSecretRef.name }
+      : {}),
+    ...(git.caConfigMapRef !== undefined
+      ? { ca: { name: git.caConfigMapRef.name, key: git.caConfigMapRef.key } }
+      : {}),
+    ...(git.knownHostsConfigMapRef !== undefined
+      ? { knownHosts: { name: git.knownHostsConfigMapRef.name, key: git.knownHostsConfigMapRef.key } }
+      : {}),
+    plainHttp: git.plainHttp === true,
+  };
+}
+
 /** The verification policy as the manager read it: bound by UID and digest, or why it cannot be used. */
 export type PolicyRead =
   | { readonly ok: true; readonly name: string; readonly uid: string; readonly digest: string }
@@ -49,11 +86,35 @@ export type PolicyRead =
     };
 
 /** What a decision knows of an OCI source. */
-export interface ArtifactInput {
+export interface OciArtifactInput {
+  readonly kind: 'oci';
   readonly reference: string;
   /** The family's artifact type, which Verify checks independently of the policy. */
   readonly artifactType: string;
   readonly policy: PolicyRead;
+}
+
+/** What a decision knows of a Git source: what it names, and the reference a Resolve claim binds. */
+export interface GitArtifactInput {
+  readonly kind: 'git';
+  /** `<repository>#<ref>:<path>` (git-reference.ts). */
+  readonly reference: string;
+  readonly repository: string;
+  readonly ref: string;
+  readonly path: string;
+}
+
+/** A source resolved by a Job: an OCI artifact, or a Git commit. */
+export type ArtifactInput = OciArtifactInput | GitArtifactInput;
+
+export function gitArtifactInput(git: GitSourceView): GitArtifactInput {
+  return {
+    kind: 'git',
+    reference: gitRequestedReference(git),
+    repository: git.repository,
+    ref: git.ref,
+    path: git.path,
+  };
 }
 
 /** The source inputs a Resolve or Verify claim binds (a read after them binds the resolution itself). */
@@ -106,6 +167,8 @@ export function resolutionInputs(res: Resolution): {
 
 /** Whether the recorded resolution answers the spec's reference under the policy as it is now. */
 export function artifactCurrent(res: Resolution | undefined, artifact: ArtifactInput): boolean {
+  if (artifact.kind === 'git')
+    return res?.sourceType === 'Git' && res.requestedReference === artifact.reference;
   const v = res?.verification;
   return (
     res?.sourceType === 'OCI' &&
@@ -127,6 +190,8 @@ export function artifactIdle(
   family: ArtifactFamily,
   artifact: ArtifactInput,
 ): { readonly proceed: boolean; readonly inputsChanged: boolean } {
+  // A Git source has no policy to gate on: the recorded commit answers, or the next read starts with Resolve.
+  if (artifact.kind === 'git') return { proceed: true, inputsChanged: false };
   const policy = artifact.policy;
   if (!policy.ok) {
     b.cond('ArtifactVerified', 'False', policy.reason, policy.message);
@@ -168,6 +233,7 @@ export function artifactClaimMoved(
 ): boolean {
   if (artifact === undefined) return true;
   if (claim.type === 'Resolve') return claim.artifactReference !== artifact.reference;
+  if (artifact.kind === 'git') return true;
   const p = artifact.policy;
   return !p.ok || claim.verificationPolicy?.uid !== p.uid || claim.verificationPolicy.digest !== p.digest;
 }
@@ -180,6 +246,10 @@ export function resolveResult(
   artifact: ArtifactInput,
   result: RunnerResult,
 ): void {
+  if (artifact.kind === 'git') {
+    gitResolveResult(b, family, artifact, result);
+    return;
+  }
   const st = b.status;
   const previous = st.resolution;
   const out = result.outputs.artifact;
@@ -246,7 +316,12 @@ export function verifyResult(
   const res = st.resolution;
   const out = result.outputs.verification;
   const policy = claim.verificationPolicy;
-  if (res?.sourceType !== 'OCI' || res.digest === undefined || policy === undefined) {
+  if (
+    artifact.kind !== 'oci' ||
+    res?.sourceType !== 'OCI' ||
+    res.digest === undefined ||
+    policy === undefined
+  ) {
     family.fail('Verify', 'SourceUnresolved', 'the artifact was not resolved before its verification');
     return;
   }
@@ -302,6 +377,99 @@ export function verifyResult(
   b.cond('ArtifactVerified', 'False', 'PolicyRefused', message);
   family.retirePlan(message, 'PolicyRefused');
   family.block('PolicyRefused', message);
+}
+
+const COMMIT = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * A Git Resolve's answer. The commit and content digest are recorded with the repository, ref and path;
+ * the read follows directly. Other files, or another repository or path, retire the plan; a new commit
+ * that leaves the selected files as they were keeps it (the plan binds the files, not the commit).
+ */
+function gitResolveResult(
+  b: ArtifactBuilder,
+  family: ArtifactFamily,
+  artifact: GitArtifactInput,
+  result: RunnerResult,
+): void {
+  const st = b.status;
+  const previous = st.resolution;
+  const out = result.outputs.gitCommit;
+  const valid =
+    result.outcome === 'succeeded' &&
+    out !== undefined &&
+    COMMIT.test(out.commit) &&
+    DIGEST.test(out.contentDigest) &&
+    DIGEST.test(out.sourceDigest) &&
+    out.repository === artifact.repository &&
+    out.ref === artifact.ref &&
+    out.path === artifact.path;
+  if (!valid) {
+    const detail = result.error?.message ?? 'the Resolve gave no commit for the ref';
+    const message = `${artifact.ref} of ${artifact.repository} could not be resolved: ${detail}`.slice(
+      0,
+      1024,
+    );
+    if (result.outcome === 'refused') {
+      // The source itself was refused (a submodule, an LFS pointer, an unpinned host key, a grant …): the
+      // answer will not change by asking again soon, and the recorded commit is no longer what the ref names.
+      b.cond('ArtifactResolved', 'False', 'SourceRefused', message);
+      family.fail('Resolve', 'SourceRefused', message);
+      return;
+    }
+    gitUnreadable(b, family, message);
+    return;
+  }
+  const same =
+    previous?.sourceType === 'Git' &&
+    previous.contentDigest === out.contentDigest &&
+    previous.sourceDigest === out.sourceDigest;
+  st.resolution = {
+    sourceType: 'Git',
+    requestedReference: artifact.reference,
+    resolvedReference: gitPinnedReference({ repository: out.repository, commit: out.commit, path: out.path }),
+    repository: out.repository,
+    ref: out.ref,
+    path: out.path,
+    commit: out.commit,
+    sourceDigest: out.sourceDigest,
+    contentDigest: out.contentDigest,
+    fileCount: Math.max(0, Math.floor(out.files)),
+    size: Math.max(0, Math.floor(out.size)),
+    resolvedAt: same && previous.commit === out.commit ? previous.resolvedAt : b.now,
+  };
+  if (previous !== undefined && !same) {
+    family.retirePlan(
+      `${artifact.ref} of ${artifact.repository} now gives ${out.contentDigest} at ${out.path} (commit ${out.commit}); the plan describes other files`,
+      'PlanNoLongerCurrent',
+    );
+    b.event(
+      'Normal',
+      'ArtifactChanged',
+      `${artifact.ref} resolved to commit ${out.commit}, files ${out.contentDigest}`,
+    );
+  }
+  b.cond(
+    'ArtifactResolved',
+    'True',
+    'CommitResolved',
+    `${artifact.ref} of ${artifact.repository} resolved to commit ${out.commit}`,
+  );
+  // A source that moved here from a ConfigMap keeps no snapshot.
+  b.post.push({ kind: 'collectSnapshots', keep: [] });
+  family.claimRead();
+}
+
+/** The Git server could not be read: what was recorded stays, and what depends on its freshness is Unknown. */
+function gitUnreadable(b: ArtifactBuilder, family: ArtifactFamily, message: string): void {
+  if (b.status.resolution?.sourceType === 'Git') {
+    b.cond('ArtifactResolved', 'Unknown', 'RefreshFailed', message);
+    family.freshnessUnknown(message);
+    family.fail('Resolve', 'RefreshFailed', message);
+    return;
+  }
+  b.cond('ArtifactResolved', 'False', 'ResolveFailed', message);
+  family.fail('Resolve', 'ResolveFailed', message);
 }
 
 /** The registry could not be read: what was recorded stays, and what depends on its freshness is Unknown. */

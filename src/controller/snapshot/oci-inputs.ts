@@ -14,7 +14,13 @@ import { ARTIFACT_TYPE } from '../../sources/oci/index.ts';
 import { encodePolicyData, verificationPolicyDigest } from '../../sources/verification-policy-digest.ts';
 import { buildArtifactJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { readConfigMap } from '../runtime/kube.ts';
-import type { ArtifactInput, OciSourceView, PolicyRead } from './artifact-steps.ts';
+import {
+  gitArtifactInput,
+  type ArtifactInput,
+  type GitSourceView,
+  type OciSourceView,
+  type PolicyRead,
+} from './artifact-steps.ts';
 
 export type PolicyReadWithData =
   Extract<PolicyRead, { ok: false }> | (Extract<PolicyRead, { ok: true }> & { readonly data: string });
@@ -77,13 +83,17 @@ export async function readVerificationPolicy(
   };
 }
 
-/** What a decision is given for an OCI source; nothing for any other. */
+/** What a decision is given for a source a Job resolves (OCI or Git); nothing for a ConfigMap source. */
 export async function artifactDecideInputs(
   core: CoreV1Api,
   kind: keyof typeof FAMILY_ARTIFACT_TYPE,
   view: {
     readonly namespace: string;
-    readonly spec: { readonly oci?: OciSourceView; readonly verificationPolicyName?: string };
+    readonly spec: {
+      readonly oci?: OciSourceView;
+      readonly git?: GitSourceView;
+      readonly verificationPolicyName?: string;
+    };
     readonly status: { readonly resolution?: Resolution | undefined };
   },
 ): Promise<
@@ -95,6 +105,18 @@ export async function artifactDecideInputs(
     }
   | undefined
 > {
+  const git = view.spec.git;
+  if (git !== undefined) {
+    const res = view.status.resolution;
+    return {
+      artifact: gitArtifactInput(git),
+      // Resolve is a Job: what the decision reads from is what status recorded of it.
+      resolution:
+        res?.sourceType === 'Git'
+          ? { ok: true, value: res }
+          : { ok: false, reason: 'SourceUnresolved', message: 'the commit has not been resolved yet' },
+    };
+  }
   const oci = view.spec.oci;
   if (oci === undefined) return undefined;
   const read = await readVerificationPolicy(core, view.namespace, view.spec.verificationPolicyName);
@@ -103,7 +125,7 @@ export async function artifactDecideInputs(
     : read;
   const res = view.status.resolution;
   return {
-    artifact: { reference: oci.reference, artifactType: FAMILY_ARTIFACT_TYPE[kind], policy },
+    artifact: { kind: 'oci', reference: oci.reference, artifactType: FAMILY_ARTIFACT_TYPE[kind], policy },
     // Resolve and Verify are Jobs: what the decision reads from is what status recorded of them.
     resolution:
       res?.sourceType === 'OCI'
@@ -124,10 +146,24 @@ export async function artifactJobFor(
   claim: Parameters<typeof buildArtifactJob>[0]['claim'] & {
     readonly verificationPolicy?: { readonly name: string; readonly uid: string; readonly digest: string };
   },
-  spec: { readonly oci?: OciSourceView; readonly activeDeadlineSeconds: number },
+  spec: {
+    readonly oci?: OciSourceView;
+    readonly git?: GitSourceView;
+    readonly activeDeadlineSeconds: number;
+  },
   manager: ManagerIdentity,
   now: Date,
 ): Promise<V1Job> {
+  if (spec.git !== undefined) {
+    return buildArtifactJob({
+      owner,
+      claim,
+      source: spec.git,
+      activeDeadlineSeconds: spec.activeDeadlineSeconds,
+      manager,
+      now,
+    });
+  }
   const oci = spec.oci;
   if (oci === undefined) throw new Error(`${claim.type} needs an OCI source`);
   let policy: { data: string; digest: string } | undefined;

@@ -1,7 +1,10 @@
 /**
  * What a plan of either family binds of its source: the ConfigMap's UID and the content digest for a
  * ConfigMap source; the artifact digest and the verification policy's UID and digest for an OCI source
- * (tag → digest → policy UID + digest → plan fingerprint). One function, so both families bind alike.
+ * (tag → digest → policy UID + digest → plan fingerprint); the SHA-256 of the repository URL and path with
+ * the content digest for a Git source, so another repository or path retires a plan even when the files
+ * match, and a commit that leaves the selected files as they were keeps it. One function, so both families
+ * bind alike.
  */
 import type { Resolution } from '../../api/ptah-schema.ts';
 
@@ -11,6 +14,7 @@ export interface SourceBinding {
   readonly contentDigest: string;
   readonly verificationPolicyUID?: string;
   readonly verificationPolicyDigest?: string;
+  readonly sourceDigest?: string;
 }
 
 /** The binding as it stands now, each member undefined when status does not record it (live comparison). */
@@ -23,6 +27,7 @@ export function liveSourceBinding(res: Resolution | undefined): {
     contentDigest: res?.contentDigest,
     verificationPolicyUID: res?.verification?.policyUID,
     verificationPolicyDigest: res?.verification?.policyDigest,
+    sourceDigest: res?.sourceDigest,
   };
 }
 
@@ -49,6 +54,13 @@ export function sourceBinding(
         verificationPolicyUID: res.verification.policyUID,
         verificationPolicyDigest: res.verification.policyDigest,
       },
+    };
+  }
+  if (res.sourceType === 'Git') {
+    if (res.sourceDigest === undefined) return { ok: false, missing: ['sourceDigest'] };
+    return {
+      ok: true,
+      value: { sourceType: 'Git', contentDigest: res.contentDigest, sourceDigest: res.sourceDigest },
     };
   }
   return { ok: false, missing: ['a supported source type'] };

@@ -12,7 +12,7 @@ import type {
   MigrationStatus,
   MigrationView,
 } from '../../../../src/controller/migration/model.ts';
-import type { ArtifactInput } from '../../../../src/controller/snapshot/artifact-steps.ts';
+import type { ArtifactInput, OciArtifactInput } from '../../../../src/controller/snapshot/artifact-steps.ts';
 import type { Resolution } from '../../../../src/api/ptah-schema.ts';
 import type { RunnerOutputs, RunnerResult } from '../../../../src/protocol/result.ts';
 import { sourceBinding } from '../../../../src/controller/snapshot/source-binding.ts';
@@ -93,8 +93,8 @@ const recorded = (res: Resolution | undefined) =>
     ? { ok: true as const, value: res }
     : { ok: false as const, reason: 'SourceUnresolved', message: 'not yet' };
 
-function artifact(type: string, policy: ArtifactInput['policy'] = POLICY): ArtifactInput {
-  return { reference: REF, artifactType: type, policy };
+function artifact(type: string, policy: OciArtifactInput['policy'] = POLICY): ArtifactInput {
+  return { kind: 'oci', reference: REF, artifactType: type, policy };
 }
 
 function schemaInput(view: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput {
