@@ -3,9 +3,7 @@
  * the table in place while writes continue, or by copying every row while writes wait. Measured on MariaDB
  * 10.11 (each change tried with ALGORITHM=INSTANT, NOCOPY, INPLACE, COPY and LOCK=NONE) and taken from the
  * MySQL 8.4 manual's online DDL tables; where the two differ, the costlier is said and the reason names
- * the server. The plan shows it as a warning and counts the rebuilt tables in its header; the renderer
- * asks for `ALGORITHM=INPLACE, LOCK=NONE` where both servers run a rebuild online, so a server that
- * would take a stronger lock refuses the statement instead.
+ * the server. The plan shows it as a warning and counts the rebuilt tables in its header.
  */
 import type { Change } from '../changes.ts';
 import type { TableWork } from '../dialect.ts';
@@ -19,7 +17,7 @@ const COPY: TableWork = {
 const REBUILD_ONLINE: TableWork = {
   rebuilds: true,
   writesWait: false,
-  how: 'rebuilds the table in place (ALGORITHM=INPLACE, LOCK=NONE): writes continue, every row is written again',
+  how: 'rebuilds the table in place (ALGORITHM=INPLACE): every row is written again; writes continue unless the table has a FULLTEXT index',
 };
 const WRITES_WAIT: TableWork = {
   rebuilds: false,
@@ -129,30 +127,4 @@ export function mysqlTableWork(change: Change, plan: readonly Change[]): TableWo
 export function onlyRowFormatChanges(c: Extract<Change, { kind: 'AlterTableOptions' }>): boolean {
   const keys = new Set([...Object.keys(c.options), ...Object.keys(c.from)]);
   return [...keys].every((k) => k === 'row_format' || c.options[k] === c.from[k]);
-}
-
-/** The column changes a MODIFY COLUMN may restate online together: nullability, default, comment. */
-const ONLINE_MODIFY = new Set<Change['kind']>([
-  'SetNotNull',
-  'DropNotNull',
-  'SetDefault',
-  'DropDefault',
-  'SetComment',
-]);
-
-/**
- * Whether a column's MODIFY rebuilds online on both servers: a nullability change with nothing costlier
- * on the same column in the plan. Every change of that column restates the same column, so each gets the
- * same answer and the plan keeps one statement.
- */
-export function modifiesOnline(change: Change, plan: readonly Change[]): boolean {
-  if (!('table' in change) || !('column' in change) || change.column === undefined) return false;
-  const { name } = change.column;
-  const table = change.table.name;
-  const mine = plan.filter((c) => sameColumn(c, table, name));
-  return (
-    mine.length > 0 &&
-    mine.every((c) => ONLINE_MODIFY.has(c.kind)) &&
-    mine.some((c) => c.kind === 'SetNotNull' || c.kind === 'DropNotNull')
-  );
 }

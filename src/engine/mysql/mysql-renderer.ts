@@ -9,12 +9,15 @@ import type { Change, CommentTarget } from '../changes.ts';
 import type { Column, Constraint, Index, Table, TableOptions, View } from '../model.ts';
 import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
 import { quoteIdent, quoteLiteral, renderType } from './mysql-normalize.ts';
-import { modifiesOnline, onlyRowFormatChanges } from './mysql-online.ts';
 
 const table = (_schema: string, name: string) => quoteIdent(name);
 
-/** Work both servers run while writes continue is asked for so: a server that cannot, refuses it. */
-const ONLINE_REBUILD = ', ALGORITHM=INPLACE, LOCK=NONE';
+/**
+ * Dropping a secondary index touches no row and lets writes continue on both servers, whatever else the
+ * table holds, so the statement asks for it: a server that would lock refuses instead. A rebuild is not
+ * asked for: MariaDB refuses LOCK=NONE for rebuilding a table that has a FULLTEXT index (errno 1846).
+ */
+const ONLINE_DROP = ', ALGORITHM=INPLACE, LOCK=NONE';
 
 export function columnDefinition(c: Column): string {
   let sql = `${quoteIdent(c.name)} ${renderType(c.type)}`;
@@ -122,8 +125,7 @@ const RENDER: RendererTable = {
     if (c.from['row_format'] !== undefined && c.options['row_format'] === undefined)
       changed['row_format'] = 'default';
     const sql = options(changed, true);
-    const online = onlyRowFormatChanges(c) ? ONLINE_REBUILD : '';
-    return sql === '' ? [] : [`ALTER TABLE ${table(c.table.schema, c.table.name)} ${sql}${online}`];
+    return sql === '' ? [] : [`ALTER TABLE ${table(c.table.schema, c.table.name)} ${sql}`];
   },
   CreateSchema: NONE,
   DropSchema: NONE,
@@ -148,9 +150,8 @@ const RENDER: RendererTable = {
   },
   DropConstraint: (c) => [dropConstraint(table(c.table.schema, c.table.name), c.constraint)],
   CreateIndex: (c) => [createIndex(table(c.table.schema, c.table.name), c.index)],
-  // Dropping a secondary index touches no row on either server, and writes continue.
   DropIndex: (c) => [
-    `ALTER TABLE ${table(c.table.schema, c.table.name)} DROP INDEX ${quoteIdent(c.index.name ?? '')}${ONLINE_REBUILD}`,
+    `ALTER TABLE ${table(c.table.schema, c.table.name)} DROP INDEX ${quoteIdent(c.index.name ?? '')}${ONLINE_DROP}`,
   ],
   CreateView: (c) => [createView(c.view)],
   DropView: (c) => [`DROP VIEW ${quoteIdent(c.view.name)}`],
@@ -170,8 +171,7 @@ function renderOne(change: Change): string[] {
 export function renderMysql(change: Change, plan: readonly Change[] = []): string[] {
   const group = autoIncrementGroups(plan).get(change);
   if (group !== undefined) return [group];
-  const sql = renderOne(change);
-  return modifiesOnline(change, plan) ? sql.map((x) => `${x}${ONLINE_REBUILD}`) : sql;
+  return renderOne(change);
 }
 
 const groupsOf = new WeakMap<readonly Change[], Map<Change, string>>();

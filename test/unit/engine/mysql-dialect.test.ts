@@ -316,22 +316,7 @@ describe('MySQL renderer', () => {
     assert.ok(sql.every((s) => !s.includes('`app`')));
   });
 
-  it('asks for ALGORITHM=INPLACE, LOCK=NONE where both servers rebuild or drop online', async () => {
-    assert.deepEqual(
-      await plan(
-        'CREATE TABLE t (id int PRIMARY KEY, v varchar(5));',
-        "CREATE TABLE t (id int PRIMARY KEY, v varchar(5) NOT NULL DEFAULT 'x');",
-      ),
-      ["ALTER TABLE `t` MODIFY COLUMN `v` varchar(5) NOT NULL DEFAULT 'x', ALGORITHM=INPLACE, LOCK=NONE"],
-    );
-    // A type change on the same column may copy the table: no lock is promised for it.
-    assert.deepEqual(
-      await plan(
-        'CREATE TABLE t (id int PRIMARY KEY, v int);',
-        'CREATE TABLE t (id int PRIMARY KEY, v bigint NOT NULL);',
-      ),
-      ['ALTER TABLE `t` MODIFY COLUMN `v` bigint NOT NULL'],
-    );
+  it('drops an index with ALGORITHM=INPLACE, LOCK=NONE, and asks no lock of a rebuild', async () => {
     assert.deepEqual(
       await plan(
         'CREATE TABLE t (id int PRIMARY KEY, v int, KEY ix (v));',
@@ -339,12 +324,21 @@ describe('MySQL renderer', () => {
       ),
       ['ALTER TABLE `t` DROP INDEX `ix`, ALGORITHM=INPLACE, LOCK=NONE'],
     );
+    // MariaDB refuses LOCK=NONE for rebuilding a table with a FULLTEXT index (errno 1846): no lock is
+    // promised for a rebuild, whatever the table holds.
+    assert.deepEqual(
+      await plan(
+        'CREATE TABLE t (id int PRIMARY KEY, v varchar(5));',
+        "CREATE TABLE t (id int PRIMARY KEY, v varchar(5) NOT NULL DEFAULT 'x');",
+      ),
+      ["ALTER TABLE `t` MODIFY COLUMN `v` varchar(5) NOT NULL DEFAULT 'x'"],
+    );
     assert.deepEqual(
       await plan(
         'CREATE TABLE t (id int PRIMARY KEY) ROW_FORMAT=DYNAMIC;',
         'CREATE TABLE t (id int PRIMARY KEY) ROW_FORMAT=COMPACT;',
       ),
-      ['ALTER TABLE `t` ROW_FORMAT=COMPACT, ALGORITHM=INPLACE, LOCK=NONE'],
+      ['ALTER TABLE `t` ROW_FORMAT=COMPACT'],
     );
   });
 
@@ -357,7 +351,7 @@ describe('MySQL renderer', () => {
         c.classification.rebuildsTable,
         /ALGORITHM=COPY/.test(c.classification.reason)
           ? 'copy'
-          : /ALGORITHM=INPLACE, LOCK=NONE/.test(c.classification.reason)
+          : /rebuilds the table in place/.test(c.classification.reason)
             ? 'online rebuild'
             : /writes to the table wait/.test(c.classification.reason)
               ? 'writes wait'
