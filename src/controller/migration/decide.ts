@@ -1147,7 +1147,11 @@ function claimOperation(
 ): void {
   const st = b.status;
   const res = st.resolution;
-  if (options.artifact === undefined && (res === undefined || !input.resolution.ok)) {
+  // A source a Job resolves (OCI, Git) reads from what status recorded, which a Resolve may have just written.
+  if (
+    options.artifact === undefined &&
+    (res === undefined || (input.artifact === undefined && !input.resolution.ok))
+  ) {
     fail(b, input, type, 'SourceUnresolved', 'the source has not been resolved');
     return;
   }

@@ -1,0 +1,349 @@
+// Both families from Git sources end to end: the real Git server (git http-backend over HTTPS with basic
+// auth and its own CA), the Resolve Job and the fetch-source init container. A branch, a tag and a commit
+// source reach InSync for a PtahSchema, a PtahMigration from a branch reaches InSync, an edit outside the
+// path keeps the plan and one inside retires it, and the Git password is only where the routing table
+// allows it.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, LABELS, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
+import type { PtahMigration } from '../../src/api/ptah-migration.ts';
+import type { PtahSchema } from '../../src/api/ptah-schema.ts';
+import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
+import { startGitServer, type GitServer } from '../env/git-server.ts';
+import {
+  at,
+  createSecret,
+  dumpDebug,
+  eventually,
+  getSchema,
+  query,
+  useE2E,
+  waitForPhase,
+  type E2E,
+} from './harness.ts';
+
+const { skip, e2e } = useE2E();
+const run = promisify(execFile);
+
+const ORDERS = `CREATE TABLE public.orders (id bigint PRIMARY KEY, note text NOT NULL);\n`;
+const INVOICES = `CREATE TABLE public.invoices (id bigint PRIMARY KEY);\n`;
+
+let server: GitServer;
+let work: string;
+let gitEnv: NodeJS.ProcessEnv;
+
+async function git(args: string[], cwd: string): Promise<string> {
+  const { stdout } = await run('git', args, { cwd, env: gitEnv, timeout: 30_000 });
+  return stdout.trim();
+}
+
+/** A working tree whose commits are pushed straight into the bare repository on disk. */
+async function repository(name: string) {
+  const remote = await server.createRepository(name);
+  const tree = join(work, `tree-${name}`);
+  await git(['init', '--quiet', '--initial-branch=main', tree], work);
+  return {
+    url: remote.httpUrl,
+    async commit(files: Record<string, string>, message: string): Promise<string> {
+      for (const [path, content] of Object.entries(files)) {
+        mkdirSync(join(tree, path, '..'), { recursive: true });
+        writeFileSync(join(tree, path), content);
+      }
+      await git(['add', '-A'], tree);
+      await git(['commit', '--quiet', '--allow-empty', '-m', message], tree);
+      return git(['rev-parse', 'HEAD'], tree);
+    },
+    tag: (name: string) => git(['tag', '-a', '-m', name, name], tree),
+    push: (...refspecs: string[]) => git(['push', '--quiet', '--force', remote.dir, ...refspecs], tree),
+  };
+}
+
+const gitSource = (url: string, ref: Record<string, string>, path: string) => ({
+  git: {
+    repository: url,
+    ...ref,
+    path,
+    credentialsSecretRef: { name: 'git' },
+    caConfigMapRef: { name: 'git-ca', key: 'ca.crt' },
+  },
+});
+
+async function createGitSchema(
+  t: E2E,
+  name: string,
+  desired: ReturnType<typeof gitSource>,
+  policy: Record<string, unknown>,
+): Promise<string> {
+  const url = await t.env.postgres!.createDatabase(`${name.replace(/-/g, '_')}_db`);
+  await createSecret(t, `${name}-db`, url);
+  await t.objects.createNamespacedCustomObject({
+    ...at(t, 'ptahschemas'),
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahSchema',
+      metadata: { name },
+      spec: {
+        target: { engine: 'postgres', coordinationKey: name, urlFrom: { name: `${name}-db`, key: 'url' } },
+        desired,
+        policy,
+        interval: '10m',
+        execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 180 },
+      },
+    },
+  });
+  return url;
+}
+
+const condition = (
+  s: {
+    status?: { conditions?: readonly { type: string; status: string; reason: string; message: string }[] };
+  },
+  type: string,
+) => s.status?.conditions?.find((c) => c.type === type);
+
+async function requestRead(name: string): Promise<void> {
+  await e2e().objects.patchNamespacedCustomObject(
+    {
+      ...at(e2e(), 'ptahschemas'),
+      name,
+      body: { metadata: { annotations: { [READ_REQUESTED_ANNOTATION]: new Date().toISOString() } } },
+    },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+}
+
+async function inSync(name: string): Promise<PtahSchema> {
+  const s = await waitForPhase(e2e(), name, ['InSync', 'Failed', 'Blocked'], 300_000);
+  if (s.status?.phase !== 'InSync') await dumpDebug(e2e(), name);
+  assert.equal(s.status?.phase, 'InSync', JSON.stringify(s.status?.conditions));
+  return s;
+}
+
+async function tables(url: string): Promise<unknown[]> {
+  const rows = await query(
+    url,
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+  );
+  return rows.map((r) => r['table_name']);
+}
+
+describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
+  before(async () => {
+    if (skip) return;
+    work = mkdtempSync(join(tmpdir(), 'ptah-e2e-git-'));
+    const home = join(work, 'home');
+    mkdirSync(home);
+    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Ptah Test\n\temail = test@ptah.invalid\n');
+    gitEnv = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
+    server = await startGitServer({ tls: true, httpAuth: true });
+    const ca = readFileSync(server.caFile!, 'utf8');
+    const t = e2e();
+    await t.core.createNamespacedSecret({
+      namespace: t.namespace,
+      body: {
+        metadata: { name: 'git' },
+        stringData: {
+          username: server.httpAuth!.username,
+          password: server.httpAuth!.password,
+          host: new URL(server.httpBaseUrl).host,
+          caSHA256: `sha256:${createHash('sha256').update(ca).digest('hex')}`,
+        },
+      },
+    });
+    await t.core.createNamespacedConfigMap({
+      namespace: t.namespace,
+      body: { metadata: { name: 'git-ca' }, data: { 'ca.crt': ca } },
+    });
+  });
+  after(async () => {
+    await server?.stop();
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('a branch, a tag and a commit source reach InSync, each resolved to the commit it names', async () => {
+    const t = e2e();
+    const repo = await repository('schemas');
+    const first = await repo.commit({ 'db/schema.sql': ORDERS, 'README.md': 'outside the path\n' }, 'first');
+    await repo.tag('v1');
+    await repo.push('main', 'v1');
+    const sources = {
+      branch: gitSource(repo.url, { branch: 'main' }, 'db'),
+      tag: gitSource(repo.url, { tag: 'v1' }, 'db'),
+      commit: gitSource(repo.url, { commit: first }, 'db'),
+    };
+    const urls: Record<string, string> = {};
+    for (const [kind, desired] of Object.entries(sources))
+      urls[kind] = await createGitSchema(t, `git-${kind}`, desired, { apply: 'Always' });
+    for (const kind of Object.keys(sources)) {
+      const s = await inSync(`git-${kind}`);
+      const resolved = condition(s, 'ArtifactResolved')!;
+      assert.equal(resolved.reason, 'CommitResolved', kind);
+      assert.match(resolved.message, new RegExp(`resolved to commit ${first}$`), kind);
+      assert.equal(condition(s, 'ArtifactVerified'), undefined, `${kind}: no Verify for a Git source`);
+      const res = s.status!.resolution!;
+      assert.equal(res.sourceType, 'Git');
+      assert.equal(res.repository, repo.url);
+      assert.equal(res.path, 'db');
+      assert.equal(res.commit, first);
+      assert.equal(res.ref, { branch: 'refs/heads/main', tag: 'refs/tags/v1', commit: first }[kind]);
+      assert.match(res.contentDigest, /^sha256:[0-9a-f]{64}$/);
+      assert.deepEqual(await tables(urls[kind]!), ['orders'], kind);
+    }
+    const jobs = (await t.batch.listNamespacedJob({ namespace: t.namespace })).items.filter(
+      (j) => j.metadata?.labels?.[`${API_GROUP}/schema`] === 'git-branch',
+    );
+    const operations = new Set(jobs.map((j) => j.metadata?.labels?.[LABELS.operation]));
+    assert.ok(operations.has('resolve') && !operations.has('verify'), [...operations].join(','));
+  });
+
+  it('an edit outside the path keeps the plan; an edit inside it retires the plan', async () => {
+    const t = e2e();
+    const repo = await repository('edits');
+    await repo.commit({ 'db/schema.sql': ORDERS, 'README.md': 'one\n' }, 'first');
+    await repo.push('main');
+    await createGitSchema(t, 'git-edits', gitSource(repo.url, { branch: 'main' }, 'db'), {
+      apply: 'OnApproval',
+    });
+    const waiting = await waitForPhase(t, 'git-edits', ['AwaitingApproval', 'Failed', 'Blocked'], 300_000);
+    assert.equal(waiting.status?.phase, 'AwaitingApproval', JSON.stringify(waiting.status?.conditions));
+    const plan = waiting.status!.plan!;
+
+    const outside = await repo.commit({ 'README.md': 'two\n' }, 'outside the path');
+    await repo.push('main');
+    await requestRead('git-edits');
+    const kept = await eventually(
+      'the commit outside the path is resolved',
+      async () => {
+        const s = await getSchema(t, 'git-edits');
+        return s.status?.resolution?.commit === outside && s.status.phase === 'AwaitingApproval'
+          ? s
+          : undefined;
+      },
+      300_000,
+    );
+    assert.equal(kept.status?.plan?.name, plan.name, 'the same files keep the plan');
+    assert.equal(kept.status?.resolution?.contentDigest, waiting.status?.resolution?.contentDigest);
+
+    const inside = await repo.commit({ 'db/schema.sql': ORDERS + INVOICES }, 'inside the path');
+    await repo.push('main');
+    await requestRead('git-edits');
+    const retired = await eventually(
+      'a new plan for the files the commit changed',
+      async () => {
+        const s = await getSchema(t, 'git-edits');
+        return s.status?.resolution?.commit === inside &&
+          s.status.phase === 'AwaitingApproval' &&
+          s.status.plan !== undefined &&
+          s.status.plan.name !== plan.name
+          ? s
+          : undefined;
+      },
+      300_000,
+    );
+    assert.notEqual(retired.status?.resolution?.contentDigest, waiting.status?.resolution?.contentDigest);
+  });
+
+  it('a PtahMigration from a branch reaches InSync', async () => {
+    const t = e2e();
+    const repo = await repository('ledger');
+    const dir = join(work, 'tree-ledger', 'migrations');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, '20260101000000_ledger.sql'), 'CREATE TABLE ledger (id bigint PRIMARY KEY);\n');
+    writeFileSync(
+      join(dir, '20260102000000_amount.sql'),
+      'ALTER TABLE ledger ADD COLUMN amount numeric NOT NULL DEFAULT 0;\n',
+    );
+    hashMigrationDirectory(dir);
+    await repo.commit({}, 'migrations');
+    await repo.push('main');
+    const url = await t.env.postgres!.createDatabase('gitledger_db');
+    await createSecret(t, 'gitledger-db', url);
+    await t.objects.createNamespacedCustomObject({
+      ...at(t, 'ptahmigrations'),
+      body: {
+        apiVersion: `${API_GROUP}/${API_VERSION}`,
+        kind: 'PtahMigration',
+        metadata: { name: 'gitledger' },
+        spec: {
+          target: {
+            engine: 'postgres',
+            coordinationKey: 'gitledger',
+            urlFrom: { name: 'gitledger-db', key: 'url' },
+          },
+          desired: gitSource(repo.url, { branch: 'main' }, 'migrations'),
+          policy: { apply: 'Always' },
+          interval: '10m',
+          execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 180 },
+        },
+      },
+    });
+    const m = await eventually(
+      'gitledger InSync',
+      async () => {
+        const now = (await t.objects.getNamespacedCustomObject({
+          ...at(t, 'ptahmigrations'),
+          name: 'gitledger',
+        })) as PtahMigration;
+        return ['InSync', 'Failed', 'Blocked'].includes(now.status?.phase ?? '') ? now : undefined;
+      },
+      300_000,
+    );
+    assert.equal(m.status?.phase, 'InSync', JSON.stringify(m.status));
+    assert.equal(condition(m, 'ArtifactResolved')?.reason, 'CommitResolved');
+    const applied = await query(url, 'SELECT version FROM public.ptah_schema_revisions ORDER BY version');
+    assert.deepEqual(
+      applied.map((r) => String(r['version'])),
+      ['20260101000000', '20260102000000'],
+    );
+  });
+
+  it('the Git password is only in the Resolve container and the fetch-source init container', async () => {
+    const t = e2e();
+    const password = server.httpAuth!.password;
+    const jobs = (await t.batch.listNamespacedJob({ namespace: t.namespace })).items;
+    assert.ok(jobs.length > 0);
+    for (const job of jobs) {
+      const operation = job.metadata!.labels![LABELS.operation]!;
+      const pod = job.spec!.template.spec!;
+      const gitVolumes = new Set(
+        (pod.volumes ?? []).filter((v) => v.secret?.secretName === 'git').map((v) => v.name),
+      );
+      for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+        const where = `${job.metadata?.name}/${c.name}`;
+        const holdsGit = (c.volumeMounts ?? []).some((m) => gitVolumes.has(m.name));
+        const holdsDatabase = (c.env ?? []).some((e) => e.valueFrom?.secretKeyRef !== undefined);
+        assert.ok(!(holdsGit && holdsDatabase), `${where} holds both credentials`);
+        if (holdsGit)
+          assert.ok(
+            c.name === 'fetch-source' || (c.name === 'ptah' && operation === 'resolve'),
+            `${where} holds the Git credential`,
+          );
+      }
+      assert.ok(!JSON.stringify(job).includes(password), `${job.metadata?.name} carries the password`);
+    }
+    const pods = (await t.core.listNamespacedPod({ namespace: t.namespace })).items;
+    for (const pod of pods) {
+      assert.ok(!JSON.stringify(pod).includes(password), `${pod.metadata?.name} carries the password`);
+      for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+        const log = await t.core
+          .readNamespacedPodLog({ namespace: t.namespace, name: pod.metadata!.name!, container: c.name })
+          .catch(() => undefined);
+        if (log !== undefined)
+          assert.ok(!log.includes(password), `${pod.metadata?.name}/${c.name} logged it`);
+      }
+    }
+    for (const name of ['git-branch', 'git-tag', 'git-commit', 'git-edits'])
+      assert.ok(!JSON.stringify((await getSchema(t, name)).status).includes(password), name);
+    const events = await t.core.listNamespacedEvent({ namespace: t.namespace });
+    assert.ok(!JSON.stringify(events.items).includes(password), 'an Event carries the password');
+    for (const file of t.managerLogs)
+      assert.ok(!readFileSync(file, 'utf8').includes(password), `${file} holds the password`);
+  });
+});
