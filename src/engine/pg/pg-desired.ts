@@ -1628,7 +1628,41 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
     return { ResTarget: { ...nm, val } };
   });
   const copy: AstNode = { ...sel, targetList: targets };
-  return canonicalKey(strip(unqualifyScopes(copy)), defaultSchema);
+  return canonicalKey(strip(unnameLaterArms(unqualifyScopes(copy))), defaultSchema);
+}
+
+/**
+ * A set operation takes its column names from its leftmost arm, so a name in any other arm is noise, and
+ * PostgreSQL adds one: `NULL::integer` in a later arm comes back from the catalog as `NULL::integer AS int4`.
+ * Every arm but the leftmost loses its output names, at every depth (a UNION inside a FROM subquery too).
+ */
+function unnameLaterArms(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(unnameLaterArms);
+  if (!isRecord(node)) return node;
+  const out: AstNode = {};
+  for (const [k, v] of Object.entries(node)) out[k] = unnameLaterArms(v);
+  if (out['op'] !== undefined && out['op'] !== 'SETOP_NONE' && isRecord(out['rarg']))
+    out['rarg'] = unnamedArm(out['rarg']);
+  return out;
+}
+
+function unnamedArm(sel: AstNode): AstNode {
+  if (sel['op'] !== undefined && sel['op'] !== 'SETOP_NONE') {
+    const arms: AstNode = { ...sel };
+    if (isRecord(sel['larg'])) arms['larg'] = unnamedArm(sel['larg']);
+    if (isRecord(sel['rarg'])) arms['rarg'] = unnamedArm(sel['rarg']);
+    return arms;
+  }
+  const targets = sel['targetList'] as AstNode[] | undefined;
+  if (targets === undefined) return sel;
+  return {
+    ...sel,
+    targetList: targets.map((t) => {
+      if (!isRecord(t['ResTarget'])) return t;
+      const { name: _name, ...rest } = t['ResTarget'];
+      return { ResTarget: rest };
+    }),
+  };
 }
 
 /**

@@ -52,7 +52,7 @@ export function calledRefs(key: string, ds: string): string[] {
   return [...out];
 }
 
-/** Pseudo-types and other built-in names a signature may use; never qualified into a user schema. */
+/** Pseudo-types a signature may use; never qualified into a user schema (built-in types: BUILTIN_TYPES). */
 const PSEUDO_TYPES = new Set([
   'trigger',
   'event_trigger',
@@ -76,19 +76,6 @@ const PSEUDO_TYPES = new Set([
   'anycompatiblenonarray',
   'anycompatiblerange',
   'anycompatiblemultirange',
-  'regproc',
-  'regprocedure',
-  'regtype',
-  'regrole',
-  'regnamespace',
-  'regconfig',
-  'regdictionary',
-  'tid',
-  'xid',
-  'xid8',
-  'cid',
-  'pg_lsn',
-  'refcursor',
 ]);
 
 interface SigType {
