@@ -257,7 +257,12 @@ export function classify(change: Change): Classification {
         ? c('warning', 'drops a materialized view and its stored rows (derived: a refresh recomputes them)')
         : change.object.objectType === 'domain'
           ? c('destructive', 'drops a domain type', true)
-          : c('warning', `drops ${OBJECT_LABEL[change.object.objectType]}: what relies on it stops working`);
+          : change.object.objectType === 'cluster' || change.object.objectType === 'column statistics'
+            ? c('safe', `resets ${OBJECT_LABEL[change.object.objectType]} to PostgreSQL's default`)
+            : c(
+                'warning',
+                `drops ${OBJECT_LABEL[change.object.objectType]}: what relies on it stops working`,
+              );
     case 'CommentObject':
       return c('safe', 'sets a comment');
     case 'Unsupported':
@@ -269,24 +274,30 @@ const OBJECT_LABEL: Readonly<Record<DefinedObjectType, string>> = {
   function: 'a function',
   procedure: 'a procedure',
   aggregate: 'an aggregate',
+  collation: 'a collation',
   trigger: 'a trigger',
   domain: 'a domain',
   policy: 'a row-level security policy',
   'row security': "a table's row-level security",
   'materialized view': 'a materialized view',
   index: "a materialized view's index",
+  cluster: "a table's CLUSTER ON index",
+  'column statistics': "a column's statistics target",
 };
 
 const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
   function: 'creates a function',
   procedure: 'creates a procedure',
   aggregate: 'creates an aggregate',
+  collation: 'creates a collation',
   trigger: 'creates a trigger: every later write to its table runs it',
   domain: 'creates a domain type',
   policy: 'creates a row-level security policy: changes which rows roles see and write',
   'row security': 'enables row-level security: roles without a policy see no rows',
   'materialized view': 'creates a materialized view',
   index: "builds a materialized view's index",
+  cluster: 'marks the index CLUSTER uses for the table (no row moves until a CLUSTER runs)',
+  'column statistics': "sets a column's statistics target (ANALYZE uses it)",
 };
 
 export function classifyAll(changes: readonly Change[]): ClassifiedChange[] {

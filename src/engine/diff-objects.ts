@@ -154,12 +154,12 @@ export class ObjectPlan {
         });
         continue;
       }
-      if (l.objectType !== 'function' && l.objectType !== 'domain') continue;
+      if (!['function', 'domain', 'collation'].includes(l.objectType)) continue;
       const users = usersOf(l, dropped ? this.to.tables : this.from.tables);
       if (users.length === 0) continue;
       const what = dropped
         ? 'is dropped'
-        : 'cannot be replaced in place (its signature, return type or base type changes)';
+        : `cannot be replaced in place (${l.objectType === 'collation' ? 'its provider, locale or determinism changes' : 'its signature, return type or base type changes'})`;
       const fix = dropped
         ? 'keep it, or change what uses it first'
         : 'change it in a migration: create the new one under another name, move its users to it, then drop the old one';
@@ -235,11 +235,20 @@ export function objectPhase(c: Change): number | undefined {
   return undefined;
 }
 
-/** The table columns, checks and indexes that use a function or domain, by name (any overload). */
+/** The table columns, checks and indexes that use a function, domain or collation, by name (any overload). */
 function usersOf(o: DefinedObject, tables: readonly Table[]): string[] {
   const users: string[] = [];
   for (const t of tables) {
     const name = `${t.schema}.${t.name}`;
+    if (o.objectType === 'collation') {
+      const named = new Set(o.namedAs ?? []);
+      for (const c of t.columns)
+        if (c.collation !== undefined && named.has(c.collation)) users.push(`column ${name}.${c.name}`);
+      for (const i of t.indexes)
+        if (i.keys.some((k) => k.collation !== undefined && named.has(k.collation)))
+          users.push(`index ${i.name ?? '(unnamed)'} on ${name}`);
+      continue;
+    }
     if (o.objectType === 'domain') {
       for (const c of t.columns)
         if (c.type.schema !== undefined && objectKey(c.type.schema, c.type.name) === o.ref)

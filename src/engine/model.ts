@@ -32,6 +32,7 @@ export interface Column {
   readonly serial?: boolean;
   /** The sequence behind a serial column, when known (read from a database): retyped with the column. */
   readonly serialSequence?: { readonly schema: string; readonly name: string };
+  /** As the dialect's SQL names it (PostgreSQL: `"C"`, `"s"."c"`; MySQL: the collation's name). */
   readonly collation?: string;
   readonly comment?: string;
   /** MySQL: `ON UPDATE` expression (e.g. CURRENT_TIMESTAMP); compared with the type. */
@@ -121,6 +122,7 @@ export interface IndexKey {
   /** A plain column, or else an expression. */
   readonly column?: string;
   readonly expression?: Expr;
+  /** As the SQL names it: `"text_pattern_ops"`, `"public"."gin_trgm_ops"`. */
   readonly opclass?: string;
   readonly descending: boolean;
   /** Only when it differs from the default for the direction. */
@@ -260,12 +262,15 @@ export type DefinedObjectType =
   | 'function'
   | 'procedure'
   | 'aggregate'
+  | 'collation'
   | 'trigger'
   | 'domain'
   | 'policy'
   | 'row security'
   | 'materialized view'
-  | 'index';
+  | 'index'
+  | 'cluster'
+  | 'column statistics';
 
 /**
  * When an object is created relative to the tables and views (dropped in the reverse order): `types` with
@@ -309,6 +314,11 @@ export interface DefinedObject {
    * them, and a change that needs it dropped is refused naming them.
    */
   readonly heldBy?: readonly string[];
+  /**
+   * A collation: how a column's or an index key's `collation` names it (the dialect's spellings), so a
+   * change that would drop it under them is refused naming them.
+   */
+  readonly namedAs?: readonly string[];
 }
 
 /** Something the database holds that the model does not manage: reported, never dropped. */

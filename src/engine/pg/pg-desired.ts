@@ -5,6 +5,12 @@
  */
 import { loadModule, parseSync } from 'libpg-query';
 import { DesiredStateError } from '../desired-state-error.ts';
+import {
+  DEFAULT_STATISTICS,
+  noSettings,
+  type TableSettings,
+  tableSettingObjects,
+} from './pg-table-settings.ts';
 import type {
   Column,
   Constraint,
@@ -48,6 +54,7 @@ import {
   exprFromAst,
   isRecord,
   names,
+  resolvedNameSql,
   typeRefFromAst,
 } from './pg-normalize.ts';
 
@@ -171,6 +178,8 @@ interface TableDraft {
   comment?: string;
   partitionBy?: Expr;
   partitionOf?: PartitionOf;
+  /** CLUSTER ON and column statistics targets, from ALTER TABLE. */
+  settings: TableSettings;
 }
 
 interface ViewDraft {
@@ -505,6 +514,11 @@ export class DesiredStateBuilder {
           this.objectStep(s, () => this.objects.addAggregate(n, `aggregate ${q.schema}.${q.name}`));
           return;
         }
+        if (n['kind'] === 'OBJECT_COLLATION') {
+          const q = qualified(names(n['defnames']), this.defaultSchema);
+          this.objectStep(s, () => this.objects.addCollation(n, `collation ${q.schema}.${q.name}`));
+          return;
+        }
         this.unmanagedStatement(s);
         return;
       case 'AlterFunctionStmt':
@@ -558,6 +572,7 @@ export class DesiredStateBuilder {
       constraints: [],
       indexes: [],
       storage: storageParameters(n['options'], true, what),
+      settings: noSettings(),
     };
     if (isRecord(n['partspec'])) t.partitionBy = partitionKey(n['partspec'], this.defaultSchema);
     if (isRecord(n['partbound'])) {
@@ -603,8 +618,7 @@ export class DesiredStateBuilder {
     const col: Mutable<Column> = { kind: 'Column', name: colName, type, notNull: serial };
     if (serial) col.serial = true;
     if (isRecord(def['collClause'])) {
-      const c = names(def['collClause']['collname']);
-      col.collation = c[c.length - 1] ?? '';
+      col.collation = resolvedNameSql(names(def['collClause']['collname']), this.defaultSchema);
     }
     let last: Constraint | undefined;
     for (const cn of (def['constraints'] as AstNode[]) ?? []) {
@@ -753,8 +767,8 @@ export class DesiredStateBuilder {
           : { expression: exprFromAst(e['expr'], this.defaultSchema) };
       return {
         ...base,
-        ...(opclass.length > 0 ? { opclass: opclass[opclass.length - 1] ?? '' } : {}),
-        ...(coll.length > 0 ? { collation: coll[coll.length - 1] ?? '' } : {}),
+        ...(opclass.length > 0 ? { opclass: resolvedNameSql(opclass, this.defaultSchema) } : {}),
+        ...(coll.length > 0 ? { collation: resolvedNameSql(coll, this.defaultSchema) } : {}),
         descending,
         ...(nulls ? { nulls } : {}),
       };
@@ -859,6 +873,11 @@ export class DesiredStateBuilder {
           c.notNull = true;
           break;
         }
+        case 'AT_ClusterOn':
+        case 'AT_DropCluster':
+        case 'AT_SetStatistics':
+          this.tableSetting(t, cmd, what);
+          break;
         case 'AT_SetRelOptions':
         case 'AT_ResetRelOptions':
           t.storage = alterStorageParameters(
@@ -1070,6 +1089,27 @@ export class DesiredStateBuilder {
     }
   }
 
+  /** CLUSTER ON, SET WITHOUT CLUSTER, ALTER COLUMN ... SET STATISTICS: see pg-table-settings.ts. */
+  private tableSetting(t: TableDraft, cmd: AstNode, what: string): void {
+    if (t.partitionOf !== undefined)
+      throw new DesiredStateError(
+        `${what}: CLUSTER ON and SET STATISTICS on a partition are not managed; set them on it in a migration`,
+      );
+    if (cmd['subtype'] === 'AT_ClusterOn') t.settings.clusterOn = String(cmd['name']);
+    else if (cmd['subtype'] === 'AT_DropCluster') delete t.settings.clusterOn;
+    else {
+      const column = String(cmd['name'] ?? '');
+      if (!t.columns.some((c) => c.name === column))
+        throw new DesiredStateError(
+          `${what}: SET STATISTICS names column ${column || `number ${String(cmd['num'])}`}, which the table does not declare`,
+        );
+      const def = cmd['def'];
+      const target = isRecord(def) && isRecord(def['Integer']) ? Number(def['Integer']['ival'] ?? 0) : 0;
+      if (target === DEFAULT_STATISTICS) t.settings.statistics.delete(column);
+      else t.settings.statistics.set(column, target);
+    }
+  }
+
   private insert(s: ParsedStatement): void {
     const n = s.node;
     const { schema, name } = rel(n['relation'], this.defaultSchema);
@@ -1250,11 +1290,21 @@ export class DesiredStateBuilder {
       views,
       rows,
       unmanaged: this.unmanaged,
-      objects: this.objects.build(
-        new Set([...tableMap.values()].map((t) => objectKey(t.schema, t.name))),
-        new Set([...this.views.values()].map((v) => objectKey(v.schema, v.name))),
-        (query) => viewKey(query, tableMap, this.defaultSchema),
-      ),
+      objects: [
+        ...this.objects.build(
+          new Set([...tableMap.values()].map((t) => objectKey(t.schema, t.name))),
+          new Set([...this.views.values()].map((v) => objectKey(v.schema, v.name))),
+          (query) => viewKey(query, tableMap, this.defaultSchema),
+        ),
+        ...tables.flatMap((t) => {
+          const settings = this.tables.get(objectKey(t.schema, t.name))?.settings ?? noSettings();
+          try {
+            return tableSettingObjects(t, settings, `table ${t.schema}.${t.name}`);
+          } catch (error) {
+            throw new DesiredStateError(error instanceof Error ? error.message : String(error));
+          }
+        }),
+      ],
     };
   }
 }
@@ -1338,7 +1388,6 @@ const COMMENT_ON_UNMANAGED = new Set([
   'OBJECT_OPERATOR',
   'OBJECT_OPCLASS',
   'OBJECT_OPFAMILY',
-  'OBJECT_COLLATION',
   'OBJECT_CONVERSION',
   'OBJECT_LANGUAGE',
   'OBJECT_CAST',

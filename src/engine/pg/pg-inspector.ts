@@ -120,8 +120,6 @@ UNION ALL SELECT 'operator', n.nspname, o.oprname FROM pg_operator o JOIN pg_nam
   WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_operator', 'o.oid')}
 UNION ALL SELECT 'text search configuration', n.nspname, t.cfgname FROM pg_ts_config t JOIN pg_namespace n ON n.oid = t.cfgnamespace
   WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_ts_config', 't.oid')}
-UNION ALL SELECT 'collation', n.nspname, co.collname FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
-  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_collation', 'co.oid')}
 UNION ALL SELECT 'event trigger', '', evtname FROM pg_event_trigger
   WHERE ${NOT_EXTENSION_MEMBER('pg_event_trigger', 'oid')}
 UNION ALL SELECT 'publication', '', pubname FROM pg_publication
@@ -467,11 +465,19 @@ export async function resolveDefaultOpclasses(session: Session, desired: SchemaM
   if (!named) return desired;
   const rows = (
     await session.query(
-      `SELECT am.amname AS method, c.opcname AS name
-       FROM pg_opclass c JOIN pg_am am ON am.oid = c.opcmethod WHERE c.opcdefault`,
+      `SELECT am.amname AS method, n.nspname AS schema, c.opcname AS name
+       FROM pg_opclass c JOIN pg_am am ON am.oid = c.opcmethod JOIN pg_namespace n ON n.oid = c.opcnamespace
+       WHERE c.opcdefault`,
     )
   ).rows;
-  const defaults = new Set(rows.map((r) => JSON.stringify([str(r['method']), str(r['name'])])));
+  // A key's operator class is held as the SQL naming it (resolvedNameSql): bare when PostgreSQL finds it
+  // anyway, else qualified; either spelling of a default one is the default.
+  const defaults = new Set(
+    rows.flatMap((r) => [
+      JSON.stringify([str(r['method']), quoteIdent(str(r['name']))]),
+      JSON.stringify([str(r['method']), quoteQualified(str(r['schema']), str(r['name']))]),
+    ]),
+  );
   const tables = desired.tables.map((t) => ({
     ...t,
     indexes: t.indexes.map((i) => ({

@@ -92,7 +92,9 @@ const BUILTIN_TYPES: Readonly<Record<string, string>> = {
   daterange: 'daterange',
   regclass: 'regclass',
   name: 'name',
-  char: 'character',
+  // Only the quoted "char" reaches here (unquoted char is pg_catalog.bpchar): the one-byte internal type,
+  // which format_type prints quoted. Rendered as `character` it became character(1).
+  char: '"char"',
   character: 'character',
   'character varying': 'character varying',
   'double precision': 'double precision',
@@ -194,6 +196,15 @@ export function typeRefFromAst(typeName: AstNode, defaultSchema: string): { type
  */
 function unqualified(parts: string[], ds: string): string[] {
   return parts.length === 2 && (parts[0] === 'pg_catalog' || parts[0] === ds) ? parts.slice(1) : parts;
+}
+
+/**
+ * A collation's or operator class's name as the SQL that names it: quoted, and qualified only when
+ * PostgreSQL would not find it anyway (pg_catalog's `"C"`, the default schema's own), so `COLLATE "C"`,
+ * `COLLATE pg_catalog."C"` and the catalog's spelling meet, and `COLLATE s.c` keeps its schema.
+ */
+export function resolvedNameSql(parts: string[], ds: string): string {
+  return unqualified(parts, ds).map(quoteIdent).join('.');
 }
 
 /** The regclass literal of nextval('public.s'): parsed as PostgreSQL reads it, then unqualified the same way. */

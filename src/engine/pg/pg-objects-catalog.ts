@@ -1,6 +1,6 @@
 /**
  * The catalog side of PostgreSQL's defined objects: one query returns each function, procedure, trigger,
- * domain, policy and table row-level security setting as the DDL that declares it (PostgreSQL's own
+ * domain, collation, policy and table row-level security setting as the DDL that declares it (PostgreSQL's own
  * deparsers where it has them), and the COMMENT ON for it. The inspector feeds that DDL to the same loader
  * as the desired files.
  */
@@ -57,6 +57,38 @@ SELECT 'aggregate', n.nspname, NULL, p.proname::text,
   NULL
 FROM pg_proc p JOIN pg_aggregate a ON a.aggfnoid = p.oid JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE ${PLAIN_AGGREGATE} AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+UNION ALL
+SELECT 'cluster', n.nspname, c.relname, i.relname::text,
+  format('ALTER TABLE ONLY %I.%I CLUSTER ON %I;', n.nspname, c.relname, i.relname), NULL, NULL
+FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE x.indisclustered AND c.relkind = 'r' AND NOT c.relispartition AND ${USER_SCHEMA}
+  AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+UNION ALL
+-- attstattarget is -1 by default up to PostgreSQL 16 and NULL from 17.
+SELECT 'column statistics', n.nspname, c.relname, a.attname::text,
+  format('ALTER TABLE ONLY %I.%I ALTER COLUMN %I SET STATISTICS %s;', n.nspname, c.relname, a.attname, a.attstattarget),
+  NULL, NULL
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attstattarget IS NOT NULL AND a.attstattarget <> -1
+  AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND ${USER_SCHEMA}
+  AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+UNION ALL
+SELECT 'collation', n.nspname, NULL, co.collname::text,
+  format('CREATE COLLATION %I.%I (', n.nspname, co.collname)
+  -- The ICU locale column is colliculocale up to PostgreSQL 16 and colllocale from 17: read by name.
+  || CASE co.collprovider WHEN 'i' THEN 'provider = icu, locale = '
+       || quote_literal(coalesce(to_jsonb(co) ->> 'colliculocale', to_jsonb(co) ->> 'colllocale', ''))
+     ELSE 'provider = libc, lc_collate = ' || quote_literal(coalesce(co.collcollate, ''))
+       || ', lc_ctype = ' || quote_literal(coalesce(co.collctype, '')) END
+  || CASE WHEN co.collisdeterministic THEN '' ELSE ', deterministic = false' END
+  || CASE WHEN to_jsonb(co) ->> 'collicurules' IS NOT NULL
+       THEN ', rules = ' || quote_literal(to_jsonb(co) ->> 'collicurules') ELSE '' END
+  || ');',
+  ${comment(`'COLLATION ' || quote_ident(n.nspname) || '.' || quote_ident(co.collname)`, 'co.oid', 'pg_collation')},
+  NULL
+FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
+WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_collation', 'co.oid')}
 UNION ALL
 SELECT 'trigger', n.nspname, c.relname, tg.tgname::text,
   pg_get_triggerdef(tg.oid) || ';' || CASE tg.tgenabled

@@ -17,8 +17,10 @@ import {
   quoteIdent,
   quoteQualified,
   renderType,
+  resolvedNameSql,
   typeRefFromAst,
 } from './pg-normalize.ts';
+import { CollationDeclarationError, collationObject } from './pg-collations.ts';
 
 /** A problem in one statement; the loader turns it into its own error with the statement's position. */
 export class ObjectDeclarationError extends Error {
@@ -355,6 +357,14 @@ interface AggregateDraft {
   readonly what: string;
   comment?: string;
 }
+interface CollationDraft {
+  readonly type: 'collation';
+  readonly node: AstNode;
+  readonly schema: string;
+  readonly name: string;
+  readonly what: string;
+  comment?: string;
+}
 interface MatviewDraft {
   readonly type: 'materialized view';
   readonly node: AstNode;
@@ -378,6 +388,7 @@ type Draft =
   | PolicyDraft
   | RowSecurityDraft
   | AggregateDraft
+  | CollationDraft
   | MatviewDraft
   | MatviewIndexDraft;
 
@@ -453,6 +464,14 @@ export class PgObjects {
     if (this.drafts.has(id))
       throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
     this.drafts.set(id, { type: 'aggregate', node: n, ...q, args, what });
+  }
+
+  addCollation(n: AstNode, what: string): void {
+    const q = qualify(names(n['defnames']), this.ds);
+    const id = JSON.stringify(['collation', q.schema, q.name]);
+    if (this.drafts.has(id))
+      throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
+    this.drafts.set(id, { type: 'collation', node: n, ...q, what });
   }
 
   addMatview(n: AstNode, what: string): void {
@@ -590,6 +609,13 @@ export class PgObjects {
         return setOn(
           this.drafts.get(functionId(r.schema, r.name, r.args)),
           `FUNCTION ${r.schema}.${r.name}(${r.args})`,
+        );
+      }
+      case 'OBJECT_COLLATION': {
+        const q = qualify(list, this.ds);
+        return setOn(
+          this.drafts.get(JSON.stringify(['collation', q.schema, q.name])),
+          `COLLATION ${q.schema}.${q.name}`,
         );
       }
       case 'OBJECT_AGGREGATE': {
@@ -797,6 +823,13 @@ export class PgObjects {
         return this.domain(d);
       case 'aggregate':
         return this.aggregate(d);
+      case 'collation':
+        try {
+          return collationObject(d.node, d.schema, d.name, d.comment, d.what, ds);
+        } catch (error) {
+          if (error instanceof CollationDeclarationError) throw new ObjectDeclarationError(error.message);
+          throw error;
+        }
       case 'policy': {
         const n = d.node;
         const roles = (
@@ -969,7 +1002,7 @@ export class PgObjects {
     const checkKey = (c: AstNode) => [String(c['conname']), exprFromAst(c['raw_expr'], ds).key];
     const key = JSON.stringify({
       base: typeKey(base),
-      collation: coll.length === 0 ? null : coll[coll.length - 1],
+      collation: coll.length === 0 ? null : resolvedNameSql(coll, ds),
       default: def,
       notNull,
       checks: [...checks, ...later].map(checkKey).sort((a, b) => ((a[0] ?? '') < (b[0] ?? '') ? -1 : 1)),
@@ -998,6 +1031,8 @@ export class PgObjects {
       drop: [`DROP DOMAIN ${q}`],
       uses: [
         ...(base.schema !== undefined ? [objectKey(base.schema, base.name)] : []),
+        // A collation of the model's own: created before the domain that sorts with it.
+        ...(coll.length > 0 ? [objectKey(qualify(coll, ds).schema, qualify(coll, ds).name)] : []),
         ...calledRefs([def ?? '', ...checks.map((c) => exprFromAst(c['raw_expr'], ds).key)].join(' '), ds),
       ],
       stage: 'types',

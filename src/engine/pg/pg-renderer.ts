@@ -18,7 +18,7 @@ const SERIAL_NAME: Readonly<Record<string, string>> = {
 
 export function columnDefinition(c: Column): string {
   let sql = `${quoteIdent(c.name)} ${c.serial && c.type.schema === undefined ? (SERIAL_NAME[c.type.name] ?? renderType(c.type)) : renderType(c.type)}`;
-  if (c.collation !== undefined) sql += ` COLLATE ${quoteIdent(c.collation)}`;
+  if (c.collation !== undefined) sql += ` COLLATE ${c.collation}`;
   if (c.identity !== undefined)
     sql += ` GENERATED ${c.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY${identityClause(c)}`;
   else if (c.generated !== undefined) sql += ` GENERATED ALWAYS AS (${c.generated.text}) STORED`;
@@ -32,8 +32,8 @@ const cols = (list: readonly string[]) => list.map(quoteIdent).join(', ');
 function indexDefinition(table: string, i: Index): string {
   const keys = i.keys.map((k) => {
     let s = k.column !== undefined ? quoteIdent(k.column) : `(${k.expression?.text ?? ''})`;
-    if (k.collation !== undefined) s += ` COLLATE ${quoteIdent(k.collation)}`;
-    if (k.opclass !== undefined) s += ` ${quoteIdent(k.opclass)}`;
+    if (k.collation !== undefined) s += ` COLLATE ${k.collation}`;
+    if (k.opclass !== undefined) s += ` ${k.opclass}`;
     if (k.descending) s += ' DESC';
     if (k.nulls !== undefined) s += ` NULLS ${k.nulls.toUpperCase()}`;
     return s;
@@ -133,7 +133,7 @@ const RENDER: RendererTable = {
   DropSequence: (c) => [`DROP SEQUENCE IF EXISTS ${quoteQualified(c.sequence.schema, c.sequence.name)}`],
   AlterColumnType: (c) => {
     const t = renderType(c.column.type);
-    const coll = c.column.collation !== undefined ? ` COLLATE ${quoteIdent(c.column.collation)}` : '';
+    const coll = c.column.collation !== undefined ? ` COLLATE ${c.column.collation}` : '';
     const via = castVia(c.from, c.column);
     const seq = c.from.serialSequence;
     return [
