@@ -14,8 +14,10 @@
 // children), their sum, and peak RSS. The ratio to the floor is given for wall and for CPU; on a machine
 // shared with other work, CPU is the figure the load does not distort, and the load average is printed.
 //
-//   npm run bench -- engine                          200 and 2,000 tables and the real schema
+//   npm run bench -- engine                          200 and 2,000 tables, 200 mixed, and the real schema
 //   PTAH_BENCH_SIZES=200,2000,5000 npm run bench -- engine
+//   PTAH_BENCH_MIXED_SIZES=200,2000 ...              sizes of the mixed schema (functions, triggers, views
+//                                                    and partitions beside the tables; '' for none)
 //   PTAH_BENCH_RUNS=5 ...                            runs per command (default 3)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +33,10 @@ const ROOT = join(import.meta.dirname, '..');
 const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 const RUNS = Number(process.env['PTAH_BENCH_RUNS'] ?? 3);
 const SIZES = (process.env['PTAH_BENCH_SIZES'] ?? '200,2000').split(',').map(Number);
+const MIXED_SIZES = (process.env['PTAH_BENCH_MIXED_SIZES'] ?? '200')
+  .split(',')
+  .filter((x) => x.trim() !== '')
+  .map(Number);
 const REAL_SCHEMA = process.env['PTAH_BENCH_REAL'] ?? 'gisia';
 const WORK = join(tmpdir(), `ptah-engine-bench-${process.pid}`);
 const MIGRA_VENV = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'ptah-bench', 'migra');
@@ -149,6 +155,11 @@ async function main(): Promise<void> {
         name: String(n),
         sql: generatedSchema(n),
         changed: generatedSchema(n, { change: true }),
+      })),
+      ...MIXED_SIZES.map((n) => ({
+        name: `${n} mixed`,
+        sql: generatedSchema(n, { mixed: true }),
+        changed: generatedSchema(n, { mixed: true, change: true }),
       })),
       { name: REAL_SCHEMA, sql: real },
     ];
