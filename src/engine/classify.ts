@@ -255,8 +255,12 @@ export function classify(change: Change): Classification {
     case 'DropObject':
       return change.object.objectType === 'materialized view'
         ? c('warning', 'drops a materialized view and its stored rows (derived: a refresh recomputes them)')
-        : change.object.objectType === 'domain'
-          ? c('destructive', 'drops a domain type', true)
+        : change.object.objectType === 'domain' || change.object.objectType === 'composite type'
+          ? c(
+              'destructive',
+              `drops ${change.object.objectType === 'domain' ? 'a domain type' : 'a composite type'}`,
+              true,
+            )
           : change.object.objectType === 'cluster' || change.object.objectType === 'column statistics'
             ? c('safe', `resets ${OBJECT_LABEL[change.object.objectType]} to PostgreSQL's default`)
             : c(
@@ -275,6 +279,7 @@ const OBJECT_LABEL: Readonly<Record<DefinedObjectType, string>> = {
   procedure: 'a procedure',
   aggregate: 'an aggregate',
   collation: 'a collation',
+  'composite type': 'a composite type',
   trigger: 'a trigger',
   domain: 'a domain',
   policy: 'a row-level security policy',
@@ -290,6 +295,7 @@ const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
   procedure: 'creates a procedure',
   aggregate: 'creates an aggregate',
   collation: 'creates a collation',
+  'composite type': 'creates a composite type',
   trigger: 'creates a trigger: every later write to its table runs it',
   domain: 'creates a domain type',
   policy: 'creates a row-level security policy: changes which rows roles see and write',

@@ -154,7 +154,7 @@ export class ObjectPlan {
         });
         continue;
       }
-      if (!['function', 'domain', 'collation'].includes(l.objectType)) continue;
+      if (!['function', 'domain', 'composite type', 'collation'].includes(l.objectType)) continue;
       const users = usersOf(l, dropped ? this.to.tables : this.from.tables);
       if (users.length === 0) continue;
       const what = dropped
@@ -249,7 +249,7 @@ function usersOf(o: DefinedObject, tables: readonly Table[]): string[] {
           users.push(`index ${i.name ?? '(unnamed)'} on ${name}`);
       continue;
     }
-    if (o.objectType === 'domain') {
+    if (o.objectType === 'domain' || o.objectType === 'composite type') {
       for (const c of t.columns)
         if (c.type.schema !== undefined && objectKey(c.type.schema, c.type.name) === o.ref)
           users.push(`column ${name}.${c.name}`);

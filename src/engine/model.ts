@@ -263,6 +263,7 @@ export type DefinedObjectType =
   | 'procedure'
   | 'aggregate'
   | 'collation'
+  | 'composite type'
   | 'trigger'
   | 'domain'
   | 'policy'

@@ -505,6 +505,11 @@ export class DesiredStateBuilder {
         this.objectStep(s, () => this.objects.addDomain(n, `domain ${q.schema}.${q.name}`));
         return;
       }
+      case 'CompositeTypeStmt': {
+        const q = rel(n['typevar'], this.defaultSchema);
+        this.objectStep(s, () => this.objects.addCompositeType(n, `type ${q.schema}.${q.name}`));
+        return;
+      }
       case 'AlterDomainStmt':
         this.objectStep(s, () => this.objects.alterDomain(n, 'ALTER DOMAIN'));
         return;

@@ -127,7 +127,7 @@ UNION ALL SELECT 'foreign server', '', srvname FROM pg_foreign_server
   WHERE ${NOT_EXTENSION_MEMBER('pg_foreign_server', 'oid')}
 UNION ALL SELECT 'type', n.nspname, t.typname FROM pg_type t
   JOIN pg_namespace n ON n.oid = t.typnamespace
-  WHERE (t.typtype IN ('r', 'm') OR (t.typtype = 'c' AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = t.typrelid AND c.relkind = 'c')))
+  WHERE t.typtype IN ('r', 'm')
     AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
 ORDER BY 1, 2, 3`;
 

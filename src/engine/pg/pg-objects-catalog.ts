@@ -39,6 +39,8 @@ export const Q_OBJECTS = `SELECT CASE p.prokind WHEN 'p' THEN 'procedure' ELSE '
   ${HELD_BY} AS held_by
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.prokind IN ('f', 'p', 'w') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_proc', 'p.oid')}
+  -- A range type's constructors are part of the type (an internal dependency), created and dropped with it.
+  AND NOT EXISTS (SELECT 1 FROM pg_depend di WHERE di.classid = 'pg_proc'::regclass AND di.objid = p.oid AND di.deptype = 'i')
 UNION ALL
 SELECT 'aggregate', n.nspname, NULL, p.proname::text,
   format('CREATE AGGREGATE %I.%I(%s) (SFUNC = %s, STYPE = %s', n.nspname, p.proname,
@@ -73,6 +75,22 @@ FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON
 WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attstattarget IS NOT NULL AND a.attstattarget <> -1
   AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND ${USER_SCHEMA}
   AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
+UNION ALL
+SELECT 'composite type', n.nspname, NULL, t.typname::text,
+  format('CREATE TYPE %I.%I AS (', n.nspname, t.typname)
+  || coalesce((SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod))
+       || CASE WHEN a.attcollation <> at.typcollation
+            THEN ' COLLATE ' || quote_ident(cn.nspname) || '.' || quote_ident(co.collname) ELSE '' END,
+       ', ' ORDER BY a.attnum)
+     FROM pg_attribute a JOIN pg_type at ON at.oid = a.atttypid
+     LEFT JOIN pg_collation co ON co.oid = a.attcollation LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+     WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped), '')
+  || ');',
+  ${comment(`'TYPE ' || quote_ident(n.nspname) || '.' || quote_ident(t.typname)`, 't.oid', 'pg_type')},
+  NULL
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+JOIN pg_class c ON c.oid = t.typrelid AND c.relkind = 'c'
+WHERE t.typtype = 'c' AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_type', 't.oid')}
 UNION ALL
 SELECT 'collation', n.nspname, NULL, co.collname::text,
   format('CREATE COLLATION %I.%I (', n.nspname, co.collname)

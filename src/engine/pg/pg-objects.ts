@@ -21,6 +21,7 @@ import {
   typeRefFromAst,
 } from './pg-normalize.ts';
 import { CollationDeclarationError, collationObject } from './pg-collations.ts';
+import { CompositeTypeDeclarationError, compositeTypeObject } from './pg-composite-types.ts';
 
 /** A problem in one statement; the loader turns it into its own error with the statement's position. */
 export class ObjectDeclarationError extends Error {
@@ -365,6 +366,14 @@ interface CollationDraft {
   readonly what: string;
   comment?: string;
 }
+interface CompositeTypeDraft {
+  readonly type: 'composite type';
+  readonly node: AstNode;
+  readonly schema: string;
+  readonly name: string;
+  readonly what: string;
+  comment?: string;
+}
 interface MatviewDraft {
   readonly type: 'materialized view';
   readonly node: AstNode;
@@ -389,6 +398,7 @@ type Draft =
   | RowSecurityDraft
   | AggregateDraft
   | CollationDraft
+  | CompositeTypeDraft
   | MatviewDraft
   | MatviewIndexDraft;
 
@@ -472,6 +482,14 @@ export class PgObjects {
     if (this.drafts.has(id))
       throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
     this.drafts.set(id, { type: 'collation', node: n, ...q, what });
+  }
+
+  addCompositeType(n: AstNode, what: string): void {
+    const q = relOf(n['typevar'], this.ds);
+    const id = JSON.stringify(['composite type', q.schema, q.name]);
+    if (this.drafts.has(id))
+      throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
+    this.drafts.set(id, { type: 'composite type', node: n, ...q, what });
   }
 
   addMatview(n: AstNode, what: string): void {
@@ -646,6 +664,13 @@ export class PgObjects {
           this.drafts.get(JSON.stringify(['domain', q.schema, q.name])),
           `DOMAIN ${q.schema}.${q.name}`,
         );
+      }
+      case 'OBJECT_TYPE': {
+        // COMMENT ON TYPE names an enum, a domain or an unmanaged type too: only a composite type is here.
+        const q = qualify(names((obj['TypeName'] as AstNode | undefined)?.['names']), this.ds);
+        const d = this.drafts.get(JSON.stringify(['composite type', q.schema, q.name]));
+        if (d === undefined) return false;
+        return setOn(d, `TYPE ${q.schema}.${q.name}`);
       }
       default:
         return false;
@@ -823,6 +848,13 @@ export class PgObjects {
         return this.domain(d);
       case 'aggregate':
         return this.aggregate(d);
+      case 'composite type':
+        try {
+          return compositeTypeObject(d.node, d.schema, d.name, d.comment, d.what, ds);
+        } catch (error) {
+          if (error instanceof CompositeTypeDeclarationError) throw new ObjectDeclarationError(error.message);
+          throw error;
+        }
       case 'collation':
         try {
           return collationObject(d.node, d.schema, d.name, d.comment, d.what, ds);
