@@ -254,9 +254,13 @@ export interface ArtifactOutputs {
   readonly size: number;
 }
 
-/** At most this many findings cross the boundary, each message at most MAX_FINDING_MESSAGE bytes. */
+/**
+ * At most this many findings cross the boundary, each message at most MAX_FINDING_MESSAGE characters: room
+ * for a signature finding that names its tag and two digests whole (about 290), and what status keeps of one
+ * (resolution.verification.refused.message).
+ */
 export const MAX_VERIFICATION_FINDINGS = 16;
-export const MAX_FINDING_MESSAGE = 256;
+export const MAX_FINDING_MESSAGE = 512;
 
 /** What Verify found: the policy's verdict, and the artifact type it read from the pinned manifest itself. */
 export interface VerificationOutputs {

@@ -20,7 +20,7 @@
 import type { DesiredSource, Resolution } from '../../api/ptah-schema.ts';
 import type { GitJobSource } from '../jobs/git-job-source.ts';
 import { gitPinnedReference, gitRequestedReference } from './git-reference.ts';
-import type { RunnerResult } from '../../protocol/result.ts';
+import { MAX_FINDING_MESSAGE, type RunnerResult } from '../../protocol/result.ts';
 import type { CollectSnapshots } from './record-resolution.ts';
 
 /** spec.desired.oci as both families' views carry it: names only, never a credential. */
@@ -371,7 +371,7 @@ export function verifyResult(
     return;
   }
   const rule = /^[a-z][a-z0-9-]{0,63}$/.test(first?.rule ?? '') ? first!.rule : 'policy';
-  const finding = (first?.message ?? 'the policy is not satisfied').slice(0, 300);
+  const finding = (first?.message ?? 'the policy is not satisfied').slice(0, MAX_FINDING_MESSAGE);
   const message = `policy ${policy.name} refused ${res.digest}: ${rule}: ${finding}`;
   st.resolution = { ...res, verification: { ...base, refused: { rule, message: finding } } };
   b.cond('ArtifactVerified', 'False', 'PolicyRefused', message);

@@ -284,6 +284,56 @@ describe('OCI source, schema family', () => {
     assert.equal(refresh.status.claim?.type, 'Resolve');
   });
 
+  it('names a signature over another digest whole: both digests reach the condition and status', () => {
+    const first = decide(schemaInput(schemaView({}), T0));
+    const afterResolve = decide(
+      schemaInput(
+        schemaView(first.status),
+        T0 + 1000,
+        finished(first.status.claim!, 'resolve', resolved(digest('a'))),
+      ),
+    );
+    // As src/sources/oci/cosign.ts words it: the signature tag, the key and the two digests (276 characters;
+    // the runner used to cut findings at 256, before the artifact's own digest).
+    const finding = `cosign signature 0 (tag ${digest('a').replace(':', '-')}.sig) by key release-2026 covers ${digest('b')}, not ${digest('a')}`;
+    const refused = decide(
+      schemaInput(
+        schemaView(afterResolve.status),
+        T0 + 2000,
+        finished(
+          afterResolve.status.claim!,
+          'verify',
+          verdict(digest('a'), {
+            satisfied: false,
+            findings: [{ rule: 'signature-digest', message: finding }],
+            signers: [],
+          }),
+        ),
+      ),
+    );
+    const verified = cond(refused.status, 'ArtifactVerified') as { message?: string } | undefined;
+    assert.equal(verified?.message, `policy policy refused ${digest('a')}: signature-digest: ${finding}`);
+    assert.equal(refused.status.resolution?.verification?.refused?.message, finding);
+
+    // A longer finding is kept to what status holds of one (512 characters), not cut at the old 300.
+    const long = decide(
+      schemaInput(
+        schemaView(afterResolve.status),
+        T0 + 2000,
+        finished(
+          afterResolve.status.claim!,
+          'verify',
+          verdict(digest('a'), {
+            satisfied: false,
+            findings: [{ rule: 'signature-digest', message: `${finding} ${'x'.repeat(400)}` }],
+            signers: [],
+          }),
+        ),
+      ),
+    );
+    assert.equal(long.status.resolution?.verification?.refused?.message.length, 512);
+  });
+
   it('a tag that moves to a new digest retires the plan and stales its approvals', () => {
     const { afterVerify } = schemaToObserve();
     const status: SchemaStatus = {
