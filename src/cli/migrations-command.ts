@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { EXIT, type ExitCode } from './exit-codes.ts';
+import { failureCauseOf } from './failure-cause.ts';
 import { DatabaseUrlError, parseDatabaseUrl, redact, resolveDatabaseUrl } from '../engine/database-url.ts';
 import { openMigrationAdapter } from '../engine/migrations/dialects/open-adapter.ts';
 import type { MigrationAdapter } from '../engine/migrations/dialects/migration-adapter.ts';
@@ -150,10 +151,18 @@ async function connect(url: string, flags: Flags): Promise<MigrationAdapter> {
   } catch (error) {
     const password = decodeURIComponent(new URL(url).password);
     const msg = error instanceof Error ? error.message : String(error);
-    throw new ConnectError(`cannot connect to ${parsed.redacted}: ${redact(msg, [password])}`);
+    throw new ConnectError(`cannot connect to ${parsed.redacted}: ${redact(msg, [password])}`, {
+      cause: error,
+    });
   }
 }
+/** The target could not be opened; `cause` is the engine's DatabaseError, which `--json` classifies. */
 class ConnectError extends Error {}
+
+/** The classified cause of a failure, looking through a ConnectError to what the driver said. */
+function causeOf(error: unknown) {
+  return failureCauseOf(error instanceof ConnectError ? error.cause : error);
+}
 
 async function confirm(flags: Flags, question: string): Promise<boolean> {
   if (flags.yes === true) return true;
@@ -364,6 +373,12 @@ async function run(command: string, positionals: string[], flags: Flags): Promis
           lockWaitMs: 0,
           durationMs: 0,
         };
+        // Nothing ran: say why in a form the runner can carry to status (codes only, never server text).
+        const cause = causeOf(error);
+        if (flags.json) {
+          out(JSON.stringify(cause === undefined ? result : { ...result, cause }));
+          return upExit(result);
+        }
       } finally {
         process.off('SIGTERM', onSignal);
         process.off('SIGINT', onSignal);
@@ -467,7 +482,14 @@ export async function runMigrationsCommand(argv: readonly string[]): Promise<num
         // not a URL: nothing to hide from it
       }
     }
-    err(`ptah migrations: ${redact(error instanceof Error ? error.message : String(error), secrets)}`);
+    const message = redact(error instanceof Error ? error.message : String(error), secrets);
+    err(`ptah migrations: ${message}`);
+    // `up` prints its own result document (or none, when it cannot know what ran); every other command, as
+    // `ptah schema --json` does, one error document on stdout, with the classified cause when there is one.
+    if (parsed.values.json && command !== 'up') {
+      const cause = causeOf(error);
+      out(JSON.stringify({ command, outcome: 'error', error: message, ...(cause ? { cause } : {}) }));
+    }
     return EXIT.failed;
   }
 }

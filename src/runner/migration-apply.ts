@@ -13,6 +13,7 @@ import {
   childFailureMessage,
   parseJsonObject,
   refused,
+  withChildCause,
   RUNNER_EXIT,
   type OperationContext,
   type OperationReport,
@@ -135,15 +136,18 @@ export async function migrationApply(ctx: OperationContext): Promise<OperationRe
       : report.runOutcome === 'unknown'
         ? 'outcome_unknown'
         : (report.reason ?? 'migration_failed');
-  return {
-    outcome,
-    exitCode,
-    childExitCode: child.exitCode,
-    outputs: { migrationApply: report },
-    error: { code, message: describeRun(report) },
-    // ptah stopped between files because the execution deadline came (its report says `interrupted`).
-    ...(child.stopped === 'deadline' ? { cause: { kind: 'deadline' } as const } : {}),
-  };
+  // The deadline stopped ptah between files (its report says `interrupted`), or its report states why it
+  // failed (a connection refused before anything ran, a password refused …).
+  return withChildCause(
+    {
+      outcome,
+      exitCode,
+      childExitCode: child.exitCode,
+      outputs: { migrationApply: report },
+      error: { code, message: describeRun(report) },
+    },
+    child,
+  );
 }
 
 /**

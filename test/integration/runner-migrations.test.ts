@@ -19,6 +19,7 @@ import { runRunner } from '../../src/runner/main.ts';
 import { acceptFrame, decodeFrame } from '../../src/protocol/frame.ts';
 import type { MigrationHistoryOutputs, RunnerOperation, RunnerResult } from '../../src/protocol/result.ts';
 import { targetReport } from '../../src/runner/target-identity.ts';
+import { freePort } from '../env/ports.ts';
 
 let postgres: PostgresServer;
 let mariadb: MariadbServer;
@@ -364,6 +365,45 @@ for (const engine of ENGINES) {
       assert.equal(logged('sm_a') + logged('sm_b'), 0, 'no migration statement ran');
       assert.equal(await revisionTableExists(db.url), false, 'not even the revision table was created');
       assert.equal((await history(db.url, dir)).verdict, 'pending');
+    });
+
+    it('a refused password and a closed port reach the frame as classified causes, codes only', async () => {
+      const db = await database();
+      const dir = directory(`${db.name}-cause`, { '1_a.sql': 'CREATE TABLE cause_a (id int);\n' });
+      const wrong = new URL(db.url);
+      wrong.password = 'not-the-password';
+      const read = await runner('migration-history', {
+        PTAH_DB_URL: wrong.toString(),
+        PTAH_EXPECTED_DATABASE_ENGINE: engine.name,
+        PTAH_MIGRATIONS_DIR: dir,
+      });
+      assert.equal(read.result.outcome, 'failed');
+      assert.equal(read.result.error?.code, 'history_read_failed');
+      assert.deepEqual(
+        read.result.cause,
+        engine.name === 'postgres'
+          ? { kind: 'database', sqlstate: '28P01' }
+          : { kind: 'database', sqlstate: '28000', errno: 1045 },
+      );
+      assert.ok(!read.stdout.includes('not-the-password'), 'no password in the frame');
+
+      // Nothing listens on the port: ptah connects before any lock or statement, so nothing ran.
+      const closed = new URL(db.url);
+      closed.port = String(await freePort());
+      const run = await apply(
+        { url: closed.toString(), identity: targetReport(closed.toString()).identityDigest },
+        dir,
+        sequenceOf(await history(db.url, dir)),
+      );
+      assert.equal(run.result.outcome, 'failed', JSON.stringify(run.result.error));
+      assert.deepEqual(run.result.outputs.migrationApply, {
+        runOutcome: 'failed',
+        mutationStarted: false,
+        appliedVersions: [],
+        reason: 'connection_failed',
+      });
+      assert.deepEqual(run.result.cause, { kind: 'connection', failure: 'refused' });
+      assert.equal(logged('cause_a'), 0, 'no migration statement ran');
     });
 
     it('refuses a history restored backwards under the lock (history fingerprint) and another target', async () => {

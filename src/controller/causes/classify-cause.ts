@@ -6,7 +6,9 @@
  * Sources, in the order a caller should prefer them: what the Pod's status says (OOM-killed), what the
  * Job says (its deadline passed), what the runner's frame classified (`result.cause`).
  */
-import type { ConnectionFailure, FailureCause } from '../../protocol/cause.ts';
+import { readCause, type ConnectionFailure, type FailureCause } from '../../protocol/cause.ts';
+import type { RunnerResult } from '../../protocol/result.ts';
+import type { JobObservation } from '../jobs/harvest.ts';
 import { sqlstateDescription, mysqlErrorName } from './sqlstate.ts';
 
 export interface ClassifiedCause {
@@ -139,4 +141,24 @@ export function oomKilled(exitCode: number | undefined): ClassifiedCause {
     message: `the operation container was killed for using more memory than its limit (OOMKilled${exitCode !== undefined ? `, exit code ${exitCode}` : ''})`,
     databaseUnreachable: false,
   };
+}
+
+/** The Job controller ended the Job at its activeDeadlineSeconds. */
+export function jobDeadlinePassed(job: JobObservation | undefined): boolean {
+  return job?.state === 'finished' && job.failureReason === 'DeadlineExceeded';
+}
+
+/**
+ * Why a finished operation failed, classified, for either family: the Job's deadline when the Job controller
+ * ended it, else the cause the runner's frame states (checked again: the frame was read from a Pod log).
+ * Undefined when neither says; callers then fall back to the runner's error code.
+ */
+export function operationFailureCause(
+  job: JobObservation | undefined,
+  result: RunnerResult,
+  deadlineSeconds: number,
+): ClassifiedCause | undefined {
+  if (jobDeadlinePassed(job)) return deadlineExceeded(deadlineSeconds);
+  const cause = readCause(result.cause);
+  return cause === undefined ? undefined : classifyCause(cause, deadlineSeconds);
 }

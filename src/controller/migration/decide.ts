@@ -16,6 +16,12 @@ import type { ExecutionBinding } from '../../api/ptah-schema.ts';
 import { readRequest, readRequestPending } from '../../api/read-request.ts';
 import type { MigrationApplyOutputs, MigrationVerdict, RunnerResult } from '../../protocol/result.ts';
 import { buildClaim } from '../claims/claim.ts';
+import {
+  deadlineExceeded,
+  jobDeadlinePassed,
+  operationFailureCause,
+  type ClassifiedCause,
+} from '../causes/classify-cause.ts';
 import { DecisionBuilder, type DecisionOf, type EventSpec } from '../decision/builder.ts';
 import type {
   AcknowledgmentView,
@@ -732,15 +738,21 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
       'credential-unavailable': 'CredentialUnavailable',
       'oom-killed': 'OOMKilled',
     };
-    const reason = reasons[harvest.kind];
+    // The Job controller ending the Job at its deadline says why there is no result.
+    const deadline =
+      harvest.kind !== 'oom-killed' && jobDeadlinePassed(input.job)
+        ? deadlineExceeded(input.migration.spec.activeDeadlineSeconds)
+        : undefined;
+    const reason = deadline?.reason ?? reasons[harvest.kind];
     const message =
-      harvest.kind === 'snapshot-refused'
+      deadline?.message ??
+      (harvest.kind === 'snapshot-refused'
         ? `the snapshot failed its check${harvest.file ? ` at file ${harvest.file}` : ''}; nothing ran`
         : harvest.kind === 'source-refused'
           ? sourceRefusalMessage(harvest)
           : harvest.kind === 'oom-killed'
             ? 'the operation container ran out of memory and was killed'
-            : `no acceptable result: ${harvest.message}`;
+            : `no acceptable result: ${harvest.message}`);
     // A refusal by an init container stopped the Pod before the container with the URL started.
     const nothingRan = harvest.kind === 'snapshot-refused' || harvest.kind === 'source-refused';
     if (dispatched && !nothingRan) {
@@ -854,13 +866,13 @@ function historyRead(
     !(h.verdict in VERDICTS) ||
     !DIGEST.test(h.historyFingerprint)
   ) {
-    b.cond(
-      'DatabaseReachable',
-      'False',
-      errorReason(result, 'HistoryReadFailed'),
-      'the history could not be read',
-    );
-    fail(b, input, 'History', errorReason(result, 'HistoryReadFailed'), 'the history read failed');
+    const cause = failureCause(input, result);
+    const reason = cause?.reason ?? errorReason(result, 'HistoryReadFailed');
+    // A deadline or an unreadable directory says nothing about the database; a refused password does.
+    if (cause === undefined || cause.databaseUnreachable) {
+      b.cond('DatabaseReachable', 'False', reason, cause?.message ?? 'the history could not be read');
+    }
+    fail(b, input, 'History', reason, cause?.message ?? 'the history read failed');
     return;
   }
   const identity =
@@ -1041,7 +1053,16 @@ function runEnded(
   if (outcome === 'Failed') {
     retirePlan(b, 'its run failed');
     b.cond('Progressing', 'False', 'RunFailed', 'the run failed');
-    fail(b, input, 'Apply', errorReason(result, 'RunFailed'), `the run failed${stopText(out)}`);
+    const cause = failureCause(input, result);
+    if (cause?.databaseUnreachable === true)
+      b.cond('DatabaseReachable', 'False', cause.reason, cause.message);
+    fail(
+      b,
+      input,
+      'Apply',
+      cause?.reason ?? errorReason(result, 'RunFailed'),
+      `the run failed${stopText(out)}${cause !== undefined ? `: ${cause.message}` : ''}`,
+    );
     return;
   }
   // Applied or up to date: the history read back says whether it matches, never the exit code.
@@ -1242,6 +1263,10 @@ function retirePlan(b: Builder, message: string, reason = 'PlanNoLongerCurrent')
   st.plan = undefined;
   b.post.push({ kind: 'staleApprovals', reason, message: text });
   b.event('Normal', reason, text);
+}
+
+function failureCause(input: MigrationDecideInput, result: RunnerResult): ClassifiedCause | undefined {
+  return operationFailureCause(input.job, result, input.migration.spec.activeDeadlineSeconds);
 }
 
 /** A runner error code (`sequence_mismatch`) as a condition reason (`SequenceMismatch`); never its message. */

@@ -13,11 +13,11 @@ import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import { type RunnerResult, serverReportOf } from '../../protocol/result.ts';
 import { buildClaim, inputsFingerprint, type OperationInputs } from '../claims/claim.ts';
-import { readCause } from '../../protocol/cause.ts';
 import {
-  classifyCause,
   deadlineExceeded,
+  jobDeadlinePassed,
   oomKilled,
+  operationFailureCause,
   type ClassifiedCause,
 } from '../causes/classify-cause.ts';
 import type { TargetConflict } from '../realm/target-conflict.ts';
@@ -663,7 +663,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     const classified =
       harvest.kind === 'oom-killed'
         ? oomKilled(harvest.exitCode)
-        : jobDeadlinePassed(input)
+        : jobDeadlinePassed(input.job)
           ? deadlineExceeded(schema.spec.activeDeadlineSeconds)
           : undefined;
     const reason =
@@ -1046,21 +1046,8 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
   );
 }
 
-/** The Job controller ended the Job at its activeDeadlineSeconds. */
-function jobDeadlinePassed(input: DecideInput): boolean {
-  return input.job?.state === 'finished' && input.job.failureReason === 'DeadlineExceeded';
-}
-
-/**
- * Why a finished operation failed, classified: the Job's deadline when the Job controller ended it, else the
- * cause the runner's frame states (checked again: the frame was read from a Pod log). Undefined when
- * neither says; callers then fall back to the runner's error code.
- */
 function failureCause(input: DecideInput, result: RunnerResult): ClassifiedCause | undefined {
-  const seconds = input.schema.spec.activeDeadlineSeconds;
-  if (jobDeadlinePassed(input)) return deadlineExceeded(seconds);
-  const cause = readCause(result.cause);
-  return cause === undefined ? undefined : classifyCause(cause, seconds);
+  return operationFailureCause(input.job, result, input.schema.spec.activeDeadlineSeconds);
 }
 
 /**

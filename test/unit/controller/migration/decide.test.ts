@@ -366,6 +366,40 @@ describe('migration decide: reading the history', () => {
     assert.equal(again.status.journal!.entries.length, 1);
     assert.equal(again.status.journal!.entries[0]!.count, 2);
   });
+
+  it('a read the database refused names the classified cause, with codes only', () => {
+    const first = step(migration({}), T0);
+    const harvest = frame(first.status.claim!, 'failed', {}, 'history_read_failed');
+    assert.equal(harvest.kind, 'accepted');
+    const refused: Harvest = {
+      kind: 'accepted',
+      result: { ...harvest.result, cause: { kind: 'database', sqlstate: '28P01' } },
+    };
+    const d = step(migration(first.status), T0 + 1000, { job: finished(), harvest: refused });
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(reasonOf(d, 'ReconciliationFailed'), 'DatabaseAuthenticationFailed');
+    assert.equal(reasonOf(d, 'DatabaseReachable'), 'DatabaseAuthenticationFailed');
+    const message = d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!.message;
+    assert.match(message, /SQLSTATE 28P01 .*password in the database URL is refused/);
+    assert.ok(!JSON.stringify(d).includes('hunter2'), 'never the runner message');
+  });
+
+  it('a read stopped at its deadline is DeadlineExceeded, and says nothing about the database', () => {
+    const first = step(migration({}), T0);
+    const d = step(migration(first.status), T0 + 1000, {
+      job: { ...finished(), succeeded: false, failureReason: 'DeadlineExceeded' },
+      harvest: frame(first.status.claim!, 'failed', {}, 'history_read_failed'),
+    });
+    assert.equal(reasonOf(d, 'ReconciliationFailed'), 'DeadlineExceeded');
+    assert.notEqual(reasonOf(d, 'DatabaseReachable'), 'DeadlineExceeded');
+    // The Job ended at its deadline before any frame: the reason is still the deadline, not a lost result.
+    const again = step(migration({}), T0);
+    const lost = step(migration(again.status), T0 + 1000 + 120_000, {
+      job: { ...finished(), succeeded: false, failureReason: 'DeadlineExceeded' },
+      harvest: { kind: 'unavailable', message: 'no Pod' },
+    });
+    assert.equal(reasonOf(lost, 'ReconciliationFailed'), 'DeadlineExceeded');
+  });
 });
 
 describe('migration decide: approval and apply', () => {
@@ -502,6 +536,34 @@ describe('migration decide: approval and apply', () => {
     assert.equal(d.status.plan, undefined);
     const types = d.status.journal!.entries.map((e) => e.type);
     assert.deepEqual(types.slice(-2), ['RunFinished', 'OperationFailed']);
+  });
+
+  it('a run that could not connect is Failed with the classified cause and nothing latched', () => {
+    const { status, claim } = dispatched();
+    const out: MigrationApplyOutputs = {
+      runOutcome: 'failed',
+      mutationStarted: false,
+      appliedVersions: [],
+      reason: 'connection_failed',
+    };
+    const harvest = frame(claim, 'failed', { migrationApply: out }, 'connection_failed');
+    assert.equal(harvest.kind, 'accepted');
+    const d = step(migration(status), T0 + 5000, {
+      job: finished(),
+      harvest: {
+        ...harvest,
+        result: { ...harvest.result, cause: { kind: 'connection', failure: 'refused' } },
+      },
+    });
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(reasonOf(d, 'ReconciliationFailed'), 'ConnectionRefused');
+    assert.equal(reasonOf(d, 'DatabaseReachable'), 'ConnectionRefused');
+    assert.match(
+      d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!.message,
+      /^the run failed: nothing accepts connections/,
+    );
+    assert.equal(d.status.unresolvedRun, undefined, 'nothing ran: no latch');
+    assert.equal(d.status.lastRun?.outcome, 'Failed');
   });
 
   it('a clean failure records where it stopped: version, position, SQLSTATE, errno, and no text', () => {
