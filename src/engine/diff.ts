@@ -125,6 +125,10 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
   // (public, and the role's own, where unqualified names live).
   const holdsUnmanaged = new Set(from.unmanaged.map((u) => u.schema));
   const used = schemasUsedBy(to);
+  // An extension kept without a stated schema stays where it lives (its schema is compared only when
+  // stated), so that schema is used too: dropping it fails (2BP01).
+  const keptUnplaced = new Set(to.extensions.filter((e) => e.schema === undefined).map((e) => e.name));
+  for (const e of from.extensions) if (keptUnplaced.has(e.name) && e.schema !== undefined) used.add(e.schema);
   const implicit = new Set([DEFAULT_SCHEMA, from.defaultSchema, to.defaultSchema]);
   // Unmanaged declarations (a function in the desired files) keep their schema too.
   const declaredUnmanaged = new Set(to.unmanaged.map((u) => u.schema));
