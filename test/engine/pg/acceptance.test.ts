@@ -282,7 +282,7 @@ describe('schema engine acceptance (postgres)', () => {
       .filter((s) => s.database === db);
     assert.ok(ran.length > 0);
     for (const s of ran)
-      assert.match(s.sql, /^(BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY|COMMIT|SELECT\b)/, s.sql);
+      assert.match(s.sql, /^(BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY|COMMIT|SELECT\b|SHOW\b)/, s.sql);
   });
 
   test('dry run validates the exact bytes without a database', async () => {
