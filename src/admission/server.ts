@@ -27,6 +27,11 @@ export interface AdmissionServerOptions {
   /** 0 picks a free port. */
   readonly port?: number;
   readonly maxBodyBytes?: number;
+  /**
+   * How long a handler may take before the review answers 504 (the configurations fail closed, so that is a
+   * refusal); below the API server's own timeout, so the requester reads why.
+   */
+  readonly handlerTimeoutMs?: number;
   /** Called for each answered review, without object contents (for logs and metrics). */
   readonly onReview?: (event: ReviewEvent) => void;
 }
@@ -42,8 +47,13 @@ export interface ReviewEvent {
 export interface AdmissionServer {
   readonly port: number;
   readonly url: string;
+  /** Serves a new certificate from the next TLS handshake on; connections already open keep theirs. */
+  setCertificate(cert: string | Buffer, key: string | Buffer): void;
   close(): Promise<void>;
 }
+
+/** Every handler answers within this unless told: the webhook configurations wait 10 to 15 seconds. */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 8_000;
 
 export async function startAdmissionServer(options: AdmissionServerOptions): Promise<AdmissionServer> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -62,6 +72,7 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
   return {
     port,
     url: `https://${host}:${port}`,
+    setCertificate: (cert, key) => server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' }),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -110,7 +121,14 @@ async function serve(
 
   let out: AdmissionReview;
   try {
-    out = respond(request.uid, await handler(normalise(request)));
+    out = respond(
+      request.uid,
+      await withDeadline(
+        handler(normalise(request)),
+        options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+        path,
+      ),
+    );
   } catch (error) {
     out = respond(
       request.uid,
@@ -127,6 +145,23 @@ async function serve(
     ...(out.response?.status?.code !== undefined ? { code: out.response.status.code } : {}),
     durationMs: Date.now() - started,
   });
+}
+
+/** The handler's decision, or a 504 review once `ms` have passed: never an allow by default. */
+async function withDeadline(
+  decision: ReturnType<AdmissionHandler>,
+  ms: number,
+  path: string,
+): Promise<Awaited<ReturnType<AdmissionHandler>>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<Awaited<ReturnType<AdmissionHandler>>>((resolve) => {
+    timer = setTimeout(() => resolve(errored(504, `webhook ${path} did not decide within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([Promise.resolve(decision), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The API server omits empty userInfo members; handlers read a complete shape. */

@@ -9,7 +9,9 @@
 import type * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '../api/meta.ts';
 import { DECISION_KINDS, DECISIONS, type DecisionKind, type WebhookName } from './decisions.ts';
-import { WEBHOOK_PATHS } from './webhooks.ts';
+import { controllerWriteMatch } from './vcontrollerwrite.ts';
+import { podIntentMatch } from './vpodintent.ts';
+import { WEBHOOK_PATHS, type ControllerWebhookName } from './webhooks.ts';
 
 export interface ApprovalWebhookOptions {
   /** Where the manager's admission server listens, without a trailing slash, e.g. `https://127.0.0.1:9443`. */
@@ -17,16 +19,29 @@ export interface ApprovalWebhookOptions {
   /** Base64 PEM of the CA that signed the server's certificate. */
   readonly caBundle: string;
   /** Names of the two configuration objects; a test may register its own beside the operator's. */
-  readonly names?: { readonly mutating: string; readonly validating: string };
+  readonly names?: { readonly mutating: string; readonly validating: string; readonly controller?: string };
   readonly timeoutSeconds?: number;
+  readonly controllerWriteTimeoutSeconds?: number;
 }
 
 export interface ApprovalWebhookConfigurations {
   readonly mutating: k8s.V1MutatingWebhookConfiguration;
   readonly validating: k8s.V1ValidatingWebhookConfiguration;
+  /** vcontrollerwrite and vpodintent: the objects only the manager and the Job controller write. */
+  readonly controller: k8s.V1ValidatingWebhookConfiguration;
 }
 
-export const DEFAULT_APPROVAL_WEBHOOK_NAMES = { mutating: 'ptah-mapproval', validating: 'ptah-vapproval' };
+export const DEFAULT_APPROVAL_WEBHOOK_NAMES = {
+  mutating: 'ptah-mapproval',
+  validating: 'ptah-vapproval',
+  controller: 'ptah-vcontrollerwrite',
+};
+
+/**
+ * The controller-write webhook reads the owning resource, its plan and source before it answers; it gets
+ * the longer timeout (the API server allows at most 30 seconds).
+ */
+export const CONTROLLER_WRITE_TIMEOUT_SECONDS = 15;
 
 export function approvalWebhookConfigurations(
   options: ApprovalWebhookOptions,
@@ -68,6 +83,65 @@ export function approvalWebhookConfigurations(
       metadata: { name: names.validating },
       webhooks: decisions.map((d) => hook(d.validating, d.resource, d.validatingOperations)),
     },
+    controller: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: names.controller ?? DEFAULT_APPROVAL_WEBHOOK_NAMES.controller },
+      webhooks: [
+        controllerHook(
+          options,
+          'vcontrollerwrite',
+          [
+            { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] },
+            { apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] },
+          ],
+          [
+            {
+              name: 'operation-jobs-and-source-snapshots',
+              expression: `request.kind.kind == 'Job' ? (${controllerWriteMatch('Job')}) : (${controllerWriteMatch('ConfigMap')})`,
+            },
+          ],
+        ),
+        controllerHook(
+          options,
+          'vpodintent',
+          [
+            {
+              apiGroups: [''],
+              apiVersions: ['v1'],
+              resources: ['pods', 'pods/ephemeralcontainers', 'pods/resize'],
+            },
+          ],
+          [{ name: 'operation-pods', expression: podIntentMatch() }],
+        ),
+      ],
+    },
+  };
+}
+
+/**
+ * A webhook over objects of other groups: the match condition selects the manager's objects (by name,
+ * labels or owner, in the old or the new object, so dropping a mark is judged too); every namespace.
+ */
+function controllerHook(
+  options: ApprovalWebhookOptions,
+  name: ControllerWebhookName,
+  rules: readonly { apiGroups: string[]; apiVersions: string[]; resources: string[] }[],
+  matchConditions: readonly k8s.V1MatchCondition[],
+): k8s.V1ValidatingWebhook {
+  return {
+    name: `${name}.${API_GROUP}`,
+    clientConfig: { url: `${options.baseUrl}${WEBHOOK_PATHS[name]}`, caBundle: options.caBundle },
+    rules: rules.map((r) => ({ ...r, operations: ['CREATE', 'UPDATE'], scope: 'Namespaced' })),
+    matchConditions: [...matchConditions],
+    // An object admitted unchecked would run or be mounted as the manager's: no webhook, no write.
+    failurePolicy: 'Fail',
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+    timeoutSeconds:
+      name === 'vcontrollerwrite'
+        ? (options.controllerWriteTimeoutSeconds ?? CONTROLLER_WRITE_TIMEOUT_SECONDS)
+        : (options.timeoutSeconds ?? 10),
   };
 }
 

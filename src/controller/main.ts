@@ -7,7 +7,8 @@
  *   PTAH_MANAGER_IDENTITY         this replica's leader-election identity (default hostname-pid)
  *   PTAH_LOG_LEVEL                pino level (default info)
  *   PTAH_WEBHOOK_CERT_FILE, PTAH_WEBHOOK_KEY_FILE   serve the admission webhooks (every replica
- *                                 serves them, leader or not)
+ *                                 serves them, leader or not); a changed pair is served without a
+ *                                 restart
  *   PTAH_WEBHOOK_BIND_ADDRESS     where they listen, host:port (e.g. `:9443` for every address); default
  *                                 127.0.0.1 on PTAH_WEBHOOK_PORT (default: a free port)
  * Approvals are accepted only while the approval webhooks are registered pointing at this manager's paths
@@ -21,7 +22,9 @@ import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
 import { startAdmissionServer, type AdmissionServer } from '../admission/server.ts';
-import { approvalWebhooks } from '../admission/webhooks.ts';
+import { approvalWebhooks, controllerWebhooks } from '../admission/webhooks.ts';
+import { reloadCertificateOnChange } from '../admission/certificate-reload.ts';
+import { controllerWriteSources, managerUsername } from './admission-sources.ts';
 import { CONTROLLER_STATE_VERSION } from '../api/meta.ts';
 import { Manager } from './manager.ts';
 import { SharedConnectionKubeConfig } from './runtime/kube-config.ts';
@@ -37,17 +40,18 @@ const kubeConfig = new SharedConnectionKubeConfig((method) => metrics?.apiReques
 if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
 else kubeConfig.loadFromCluster();
 
+const managerIdentity = {
+  managerImage: env['PTAH_MANAGER_IMAGE'] ?? 'ptah-operator:dev',
+  managerRevision: env['PTAH_MANAGER_REVISION'] ?? 'dev',
+  controllerStateVersion: CONTROLLER_STATE_VERSION,
+  ptahVersion: env['PTAH_VERSION'] ?? '0.1.0',
+  runnerImage: env['PTAH_RUNNER_IMAGE'] ?? 'ptah-runner:dev',
+};
 const manager = new Manager({
   kubeConfig,
   coordinationNamespace: env['PTAH_COORDINATION_NAMESPACE'] ?? 'ptah-system',
   identity: env['PTAH_MANAGER_IDENTITY'] ?? `${hostname()}-${process.pid}`,
-  manager: {
-    managerImage: env['PTAH_MANAGER_IMAGE'] ?? 'ptah-operator:dev',
-    managerRevision: env['PTAH_MANAGER_REVISION'] ?? 'dev',
-    controllerStateVersion: CONTROLLER_STATE_VERSION,
-    ptahVersion: env['PTAH_VERSION'] ?? '0.1.0',
-    runnerImage: env['PTAH_RUNNER_IMAGE'] ?? 'ptah-runner:dev',
-  },
+  manager: managerIdentity,
   log,
   ...(metrics ? { metrics } : {}),
   ...(env['PTAH_LEADER_LEASE_SECONDS']
@@ -75,17 +79,27 @@ function webhookBind(): { host: string; port: number } {
 }
 
 let webhooks: AdmissionServer | undefined;
+let stopCertificateReload: (() => void) | undefined;
 let metricsServer: MetricsServer | undefined;
 try {
   // Webhooks first: admission must answer even while this replica waits for leadership.
   if (env['PTAH_WEBHOOK_CERT_FILE'] && env['PTAH_WEBHOOK_KEY_FILE']) {
+    const files = { certFile: env['PTAH_WEBHOOK_CERT_FILE'], keyFile: env['PTAH_WEBHOOK_KEY_FILE'] };
+    // The only writer vcontrollerwrite admits is this process's own identity, asked of the API server.
+    const controller = controllerWriteSources(kubeConfig, managerIdentity, await managerUsername(kubeConfig));
     webhooks = await startAdmissionServer({
-      cert: readFileSync(env['PTAH_WEBHOOK_CERT_FILE']),
-      key: readFileSync(env['PTAH_WEBHOOK_KEY_FILE']),
+      cert: readFileSync(files.certFile),
+      key: readFileSync(files.keyFile),
       ...webhookBind(),
-      handlers: approvalWebhooks(kubernetesApprovalSubjects(kubeConfig)),
+      handlers: {
+        ...approvalWebhooks(kubernetesApprovalSubjects(kubeConfig)),
+        ...controllerWebhooks(controller.writes, controller.pods),
+      },
       onReview: (e) =>
         log.info({ path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs }, 'admission review'),
+    });
+    stopCertificateReload = reloadCertificateOnChange(files, webhooks, {
+      onReload: (outcome) => log.info({ outcome }, 'webhook serving certificate changed'),
     });
     log.info({ port: webhooks.port }, 'webhooks serving');
   } else {
@@ -99,6 +113,7 @@ try {
     log.info({ port: metricsServer.port }, 'metrics serving');
   }
   await manager.start(stop.signal);
+  stopCertificateReload?.();
   await webhooks?.close();
   await metricsServer?.close();
   log.info({}, 'manager stopped');

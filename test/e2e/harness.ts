@@ -129,6 +129,8 @@ export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
     const reg = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
     await reg.createMutatingWebhookConfiguration({ body: webhooks.mutating });
     await reg.createValidatingWebhookConfiguration({ body: webhooks.validating });
+    // vcontrollerwrite and vpodintent: the manager's Jobs and snapshots, and their Pods, as the chart does.
+    await reg.createValidatingWebhookConfiguration({ body: webhooks.controller });
     // As the chart installs them, for the manager process below (its ServiceAccount and image).
     for (const guard of admissionPolicies({
       managerUsername: cp.identities.manager,

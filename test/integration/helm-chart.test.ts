@@ -191,6 +191,7 @@ describe('helm template', () => {
     const pairs = [
       ['MutatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.mutating, expected.mutating],
       ['ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.validating, expected.validating],
+      ['ValidatingWebhookConfiguration', DEFAULT_APPROVAL_WEBHOOK_NAMES.controller, expected.controller],
     ] as const;
     for (const [kind, name, code] of pairs) {
       const rendered = one(objects, kind, name) as unknown as k8s.V1ValidatingWebhookConfiguration;
@@ -214,7 +215,7 @@ describe('helm template', () => {
     }
     assert.deepEqual(
       Object.values(WEBHOOK_PATHS).sort(),
-      [...expected.mutating.webhooks!, ...expected.validating.webhooks!]
+      [...expected.mutating.webhooks!, ...expected.validating.webhooks!, ...expected.controller.webhooks!]
         .map((w) => new URL(w.clientConfig.url!).pathname)
         .sort(),
       'every path the server serves is registered',

@@ -45,8 +45,8 @@ import { managerEventRecorder, type EventRecorder } from '../events/event-record
 import { finishJob } from '../jobs/finish-job.ts';
 import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
-import { artifactDecideInputs, artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
-import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
+import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
+import type { ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import { isConflict, readJob, type PtahObjects } from '../runtime/kube.ts';
@@ -60,6 +60,7 @@ import {
   type MigrationDecision,
   type MigrationPostAction,
 } from './decide.ts';
+import { migrationJob } from './migration-job.ts';
 import type {
   Harvest,
   MigrationClaim,
@@ -386,53 +387,8 @@ export class MigrationReconciler {
     }
   }
 
-  private async jobFor(view: MigrationView, claim: MigrationClaim): Promise<V1Job> {
-    if (claim.type === 'Resolve' || claim.type === 'Verify') {
-      return artifactJobFor(
-        this.deps.core,
-        { kind: 'PtahMigration', name: view.name, namespace: view.namespace, uid: view.uid },
-        claim,
-        view.spec,
-        this.deps.manager,
-        this.clock(),
-      );
-    }
-    const oci = ociJobSource('PtahMigration', view.spec.oci);
-    const git = view.spec.git;
-    let plan: PtahMigrationPlan | undefined;
-    if (claim.type === 'Apply') {
-      plan = await this.deps.ptah.get<PtahMigrationPlan>(
-        'ptahmigrationplans',
-        view.namespace,
-        claim.planRef!.name,
-      );
-      if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
-        throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
-      }
-    }
-    return buildMigrationJob({
-      migration: { name: view.name, namespace: view.namespace, uid: view.uid },
-      claim,
-      ...(oci !== undefined ? { oci } : {}),
-      ...(git !== undefined ? { git } : {}),
-      engine: canonicalEngine(view.spec.engine) ?? 'postgres',
-      urlFrom: view.spec.urlFrom,
-      activeDeadlineSeconds: view.spec.activeDeadlineSeconds,
-      ...(plan !== undefined
-        ? {
-            plan: {
-              fingerprint: plan.spec.fingerprint,
-              sequence: plan.spec.migrations.map((m) => ({ version: m.version, checksum: m.checksum })),
-              historyFingerprint: plan.spec.binding.historyFingerprint,
-              targetIdentityDigest: plan.spec.binding.targetIdentityDigest,
-              transactionMode: plan.spec.binding.transactionMode,
-              lockTimeoutSeconds: view.spec.policy.lockTimeoutSeconds,
-            },
-          }
-        : {}),
-      manager: this.deps.manager,
-      now: this.clock(),
-    });
+  private jobFor(view: MigrationView, claim: MigrationClaim): Promise<V1Job> {
+    return migrationJob(this.deps, view, claim, this.deps.manager, this.clock());
   }
 
   private async event(obj: PtahMigration, e: EventSpec): Promise<void> {

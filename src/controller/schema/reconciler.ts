@@ -25,7 +25,7 @@ import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schem
 import type { RunnerResult } from '../../protocol/result.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
-import { buildChunkConfigMap, CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { buildChunkConfigMap } from '../../plan-store/chunk-config-map.ts';
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
@@ -34,8 +34,8 @@ import { managerEventRecorder, type EventRecorder } from '../events/event-record
 import { finishJob } from '../jobs/finish-job.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
-import { artifactDecideInputs, artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
-import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
+import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
+import type { ManagerIdentity } from '../jobs/operation-job.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
@@ -45,6 +45,7 @@ import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
+import { schemaJob } from './schema-job.ts';
 
 export interface SchemaReconcilerDeps {
   readonly core: CoreV1Api;
@@ -403,53 +404,8 @@ export class SchemaReconciler {
     }
   }
 
-  private async jobFor(view: SchemaView, claim: NonNullable<SchemaView['status']['claim']>): Promise<V1Job> {
-    if (claim.type === 'Resolve' || claim.type === 'Verify') {
-      return artifactJobFor(
-        this.deps.core,
-        { kind: 'PtahSchema', name: view.name, namespace: view.namespace, uid: view.uid },
-        claim,
-        view.spec,
-        this.deps.manager,
-        this.clock(),
-      );
-    }
-    const oci = ociJobSource('PtahSchema', view.spec.oci);
-    const git = view.spec.git;
-    let plan: PtahSchemaPlan | undefined;
-    if (claim.type === 'Apply') {
-      plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
-      if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
-        throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
-      }
-    }
-    return buildSchemaJob({
-      schema: { name: view.name, namespace: view.namespace, uid: view.uid },
-      claim,
-      ...(oci !== undefined ? { oci } : {}),
-      ...(git !== undefined ? { git } : {}),
-      engine: canonicalEngine(view.spec.engine) ?? 'postgres',
-      urlFrom: view.spec.urlFrom,
-      exclude: view.spec.policy.exclude,
-      protectedTables: view.spec.policy.protectedTables,
-      activeDeadlineSeconds: view.spec.activeDeadlineSeconds,
-      ...(plan !== undefined
-        ? {
-            plan: {
-              fingerprint: plan.spec.fingerprint,
-              contentDigest: plan.spec.binding.planContentDigest,
-              targetIdentityDigest: plan.spec.binding.targetIdentityDigest,
-              chunks: plan.spec.chunks.map((c) => ({
-                configMapName: c.name,
-                key: CHUNK_KEY,
-                index: c.index,
-              })),
-            },
-          }
-        : {}),
-      manager: this.deps.manager,
-      now: this.clock(),
-    });
+  private jobFor(view: SchemaView, claim: NonNullable<SchemaView['status']['claim']>): Promise<V1Job> {
+    return schemaJob(this.deps, view, claim, this.deps.manager, this.clock());
   }
 
   /** Accepted, Consumed and Stale as the approval's printer columns show them. */

@@ -1,0 +1,156 @@
+/**
+ * Where an admitted object differs from the one rebuilt for it, by path. The API server fills in fields
+ * before a validating webhook sees the object (defaults, the Job selector and its Pod labels, metadata it
+ * owns); those are admitted only where a rule below names the path and the value is the one the server
+ * writes. Anything else the rebuild does not have — an extra field, list item or map key — is a difference,
+ * so a container `command`, a volume or an annotation added by hand is named rather than overlooked.
+ */
+
+/**
+ * A field the API server may add: its pattern (`[*]` for any list index, `["*"]` for any map key) and what it
+ * may hold. `accepts` sees the whole admitted object for values derived from it (a Job's UID, its name).
+ */
+export interface ServerFilled {
+  readonly path: string;
+  readonly accepts: (value: unknown, object: Readonly<Record<string, unknown>>) => boolean;
+}
+
+/** The metadata the API server owns on every object: never part of what a writer decides. */
+export const SERVER_OWNED_METADATA: readonly string[] = [
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'managedFields',
+  'selfLink',
+];
+
+/** A copy without `status` and the server-owned metadata, the part of an object its writer decides. */
+export function writtenPart(object: unknown): Record<string, unknown> {
+  const { status: _status, metadata, ...rest } = (object ?? {}) as Record<string, unknown>;
+  const meta = { ...((metadata ?? {}) as Record<string, unknown>) };
+  for (const key of SERVER_OWNED_METADATA) delete meta[key];
+  return { ...rest, metadata: meta };
+}
+
+/**
+ * At most `limit` differences between the written parts of the rebuilt and the admitted object, each naming
+ * a path and both values.
+ */
+export function objectDifferences(
+  expected: unknown,
+  admitted: Readonly<Record<string, unknown>>,
+  filled: readonly ServerFilled[] = [],
+  limit = 5,
+): string[] {
+  const out: string[] = [];
+  walk(writtenPart(expected), writtenPart(admitted), '', '', { admitted, filled, out, limit });
+  return out;
+}
+
+interface Walk {
+  readonly admitted: Readonly<Record<string, unknown>>;
+  readonly filled: readonly ServerFilled[];
+  readonly out: string[];
+  readonly limit: number;
+}
+
+function walk(expected: unknown, actual: unknown, path: string, pattern: string, w: Walk): void {
+  if (w.out.length >= w.limit) return;
+  if (Array.isArray(expected) && Array.isArray(actual)) return walkList(expected, actual, path, pattern, w);
+  if (isRecord(expected) && isRecord(actual)) {
+    for (const key of Object.keys(expected).sort()) {
+      const [p, q] = [child(path, key), child(pattern, key)];
+      if (!Object.hasOwn(actual, key) || actual[key] === undefined) {
+        if (expected[key] !== undefined && expected[key] !== null)
+          note(w, `${p} is missing; the rebuild has ${show(expected[key])}`);
+        continue;
+      }
+      walk(expected[key], actual[key], p, q, w);
+    }
+    for (const key of Object.keys(actual).sort()) {
+      if (Object.hasOwn(expected, key) && expected[key] !== undefined) continue;
+      const value = actual[key];
+      if (value === undefined || value === null) continue;
+      const [p, q] = [child(path, key), child(pattern, key)];
+      if (serverFilled(q, value, w)) continue;
+      note(w, `${p} is ${show(value)}, which the rebuild does not have`);
+    }
+    return;
+  }
+  if (!sameValue(expected, actual))
+    note(w, `${path || 'the object'} is ${show(actual)}; the rebuild has ${show(expected)}`);
+}
+
+/** Lists of named items (containers, volumes, env) compare by name, then order; others by index. */
+function walkList(expected: unknown[], actual: unknown[], path: string, pattern: string, w: Walk): void {
+  const names = (xs: unknown[]) =>
+    xs.map((x) => (isRecord(x) && typeof x['name'] === 'string' ? x['name'] : undefined));
+  const [en, an] = [names(expected), names(actual)];
+  const named =
+    [...en, ...an].every((n) => n !== undefined) &&
+    new Set(en).size === en.length &&
+    new Set(an).size === an.length;
+  if (named) {
+    for (const n of an)
+      if (!en.includes(n)) note(w, `${path}[name=${n}] is there, which the rebuild does not have`);
+    for (const n of en) if (!an.includes(n)) note(w, `${path}[name=${n}] is missing`);
+    const common = en.filter((n) => an.includes(n));
+    if (common.join('\0') !== an.filter((n) => en.includes(n)).join('\0'))
+      note(w, `${path} is in another order than the rebuild's (${en.join(', ')})`);
+    for (const n of common)
+      walk(expected[en.indexOf(n)], actual[an.indexOf(n)], `${path}[name=${n}]`, `${pattern}[*]`, w);
+    return;
+  }
+  if (expected.length !== actual.length)
+    note(w, `${path} has ${actual.length} items; the rebuild has ${expected.length}`);
+  for (let i = 0; i < Math.min(expected.length, actual.length); i++)
+    walk(expected[i], actual[i], `${path}[${i}]`, `${pattern}[*]`, w);
+}
+
+function serverFilled(pattern: string, value: unknown, w: Walk): boolean {
+  return w.filled.some((f) => matches(f.path, pattern) && f.accepts(value, w.admitted));
+}
+
+/** `["*"]` in a rule stands for any one map key. */
+function matches(rule: string, pattern: string): boolean {
+  if (rule === pattern) return true;
+  if (!rule.includes('["*"]')) return false;
+  const re = new RegExp(`^${rule.split('["*"]').map(escape).join('\\["[^"]*"\\]')}$`);
+  return re.test(pattern);
+}
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `a.b`, or `a["x/y"]` for a key of a map whose keys are data (labels, annotations) or not an identifier. */
+function child(path: string, key: string): string {
+  if (IDENTIFIER.test(key) && !MAP_PARENTS.some((m) => path === m || path.endsWith(`.${m}`))) {
+    return path === '' ? key : `${path}.${key}`;
+  }
+  return `${path}[${JSON.stringify(key)}]`;
+}
+
+/** Maps whose keys are data, not field names: a rule names their keys as `["key"]` or `["*"]`. */
+const MAP_PARENTS: readonly string[] = ['labels', 'annotations', 'matchLabels', 'data', 'binaryData'];
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return a === b;
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** A value as a message shows it: short, never a whole object. */
+function show(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+function note(w: Walk, message: string): void {
+  if (w.out.length < w.limit) w.out.push(message);
+}

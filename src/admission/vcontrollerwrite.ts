@@ -1,0 +1,255 @@
+/**
+ * vcontrollerwrite: the objects only the manager writes — operation Jobs and source snapshot ConfigMaps —
+ * are admitted only as the manager builds them. A create must come from the manager and equal the object
+ * rebuilt from what status and the source say now: the Job from the owning resource's claim (and the plan
+ * an Apply names), a snapshot's bytes from the source ConfigMap. An update may change nothing the writer
+ * decided, but for the cleanup TTL the manager adds to a finished Job and the finalizers the garbage
+ * collector moves. Each refusal names the rule and what differs.
+ *
+ * The rebuilding lives with the builders (src/controller/jobs/expected-job.ts and
+ * src/controller/snapshot/expected-snapshot.ts), handed in by the manager process: admission imports no
+ * controller code, and a Job shape added to a builder is rebuilt here by that same code.
+ */
+import { API_GROUP, LABELS, MANAGED_BY } from '../api/meta.ts';
+import { JOB_ANNOTATIONS, JOB_FAMILIES, MAIN_CONTAINER } from '../api/job-envelope.ts';
+import { SNAPSHOT_COMPONENT, SNAPSHOT_NAME_PREFIX } from '../sources/snapshot-config-map.ts';
+import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
+import { allowed, denied, errored, type AdmissionHandler, type AdmissionRequest } from './review.ts';
+
+export const CONTROLLER_WRITE_RULE = 'vcontrollerwrite';
+
+/** The resource that owns a written object, from its controller owner reference. */
+export interface OwningResource {
+  readonly kind: OwnerKind;
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+export type OwnerKind = 'PtahSchema' | 'PtahMigration';
+
+/** The object rebuilt for a write, or why none can be. */
+export type Rebuilt =
+  { readonly ok: true; readonly object: unknown } | { readonly ok: false; readonly reason: string };
+
+export interface JobToRebuild {
+  readonly name: string;
+  /** PTAH_EXECUTION_NOT_AFTER of the main container: when the Job was built, counted back by the deadline. */
+  readonly executionNotAfter?: string;
+  /** The manager identity the Job records (image, revision, controller-state version): recorded, never bound. */
+  readonly identity: Readonly<Record<string, string>>;
+}
+
+export interface ControllerWriteSources {
+  /** The manager's username (its ServiceAccount): the only writer of these objects. */
+  readonly managerUsername: string;
+  rebuildJob(owner: OwningResource, job: JobToRebuild): Promise<Rebuilt>;
+  rebuildSnapshot(owner: OwningResource, snapshotName: string): Promise<Rebuilt>;
+}
+
+type WrittenKind = 'Job' | 'ConfigMap';
+type Meta = {
+  readonly name?: string;
+  readonly uid?: string;
+  readonly labels?: Record<string, string>;
+  readonly annotations?: Record<string, string>;
+  readonly ownerReferences?: readonly {
+    apiVersion?: string;
+    kind?: string;
+    name?: string;
+    uid?: string;
+    controller?: boolean;
+  }[];
+};
+type Written = Readonly<Record<string, unknown>> & { readonly metadata?: Meta };
+
+export function validateControllerWrite(sources: ControllerWriteSources): AdmissionHandler {
+  return async (request) => {
+    const kind = writtenKind(request);
+    if (kind === undefined)
+      return errored(400, `${CONTROLLER_WRITE_RULE} judges Jobs and ConfigMaps, not ${request.kind.kind}`);
+    const object = request.object as Written | undefined;
+    if (object === undefined || object === null)
+      return errored(400, `${CONTROLLER_WRITE_RULE}: the request carries no object`);
+    if (request.operation === 'UPDATE') return judgeUpdate(kind, request, object, sources);
+    if (request.operation !== 'CREATE') return allowed();
+    const who = request.userInfo.username ?? '';
+    const what = `${kind === 'Job' ? 'operation Job' : 'source snapshot'} ${object.metadata?.name ?? ''}`;
+    if (who !== sources.managerUsername) {
+      return denied(
+        `${CONTROLLER_WRITE_RULE}: only the manager (${sources.managerUsername}) creates ${what}; ${who || 'an anonymous requester'} may not`,
+      );
+    }
+    const owner = owningResource(object, request.namespace ?? '');
+    if (owner === undefined) {
+      return denied(
+        `${CONTROLLER_WRITE_RULE}: ${what} names no PtahSchema or PtahMigration as its controller owner`,
+      );
+    }
+    const rebuilt = await CREATES[kind](sources, owner, object);
+    if (!rebuilt.ok) return denied(`${CONTROLLER_WRITE_RULE}: ${what} cannot be rebuilt: ${rebuilt.reason}`);
+    const differences = objectDifferences(rebuilt.object, object, SERVER_FILLED[kind]);
+    if (differences.length > 0) {
+      return denied(
+        `${CONTROLLER_WRITE_RULE}: ${what} is not the object ${owner.kind} ${owner.name} rebuilds: ${differences.join('; ')}`,
+      );
+    }
+    return allowed();
+  };
+}
+
+const CREATES: Readonly<
+  Record<WrittenKind, (s: ControllerWriteSources, o: OwningResource, w: Written) => Promise<Rebuilt>>
+> = {
+  Job: (sources, owner, job) => {
+    const annotations = job.metadata?.annotations ?? {};
+    const identity = Object.fromEntries(
+      [
+        JOB_ANNOTATIONS.managerImage,
+        JOB_ANNOTATIONS.managerRevision,
+        JOB_ANNOTATIONS.controllerStateVersion,
+      ].flatMap((k) => (annotations[k] !== undefined ? [[k, annotations[k]]] : [])),
+    );
+    const notAfter = mainEnv(job, 'PTAH_EXECUTION_NOT_AFTER');
+    return sources.rebuildJob(owner, {
+      name: job.metadata?.name ?? '',
+      identity,
+      ...(notAfter !== undefined ? { executionNotAfter: notAfter } : {}),
+    });
+  },
+  ConfigMap: (sources, owner, cm) => sources.rebuildSnapshot(owner, cm.metadata?.name ?? ''),
+};
+
+/**
+ * What the API server adds to a Job before admission sees it: the defaults of a Job and its Pod template,
+ * and the selector with the Pod labels it derives from the Job's UID and name.
+ */
+const JOB_SERVER_FILLED: readonly ServerFilled[] = [
+  {
+    path: 'spec.selector',
+    accepts: (v, o) => sameJson(v, { matchLabels: { 'batch.kubernetes.io/controller-uid': uidOf(o) } }),
+  },
+  { path: 'spec.completionMode', accepts: (v) => v === 'NonIndexed' },
+  { path: 'spec.suspend', accepts: (v) => v === false },
+  { path: 'spec.manualSelector', accepts: (v) => v === false },
+  { path: 'spec.podReplacementPolicy', accepts: (v) => v === 'TerminatingOrFailed' },
+  {
+    path: 'spec.template.metadata.labels["batch.kubernetes.io/controller-uid"]',
+    accepts: (v, o) => v === uidOf(o),
+  },
+  { path: 'spec.template.metadata.labels["controller-uid"]', accepts: (v, o) => v === uidOf(o) },
+  {
+    path: 'spec.template.metadata.labels["batch.kubernetes.io/job-name"]',
+    accepts: (v, o) => v === nameOf(o),
+  },
+  { path: 'spec.template.metadata.labels["job-name"]', accepts: (v, o) => v === nameOf(o) },
+  { path: 'spec.template.spec.dnsPolicy', accepts: (v) => v === 'ClusterFirst' },
+  { path: 'spec.template.spec.schedulerName', accepts: (v) => v === 'default-scheduler' },
+  ...(['containers', 'initContainers'] as const).flatMap((list) => [
+    {
+      path: `spec.template.spec.${list}[*].imagePullPolicy`,
+      accepts: (v: unknown) => v === 'IfNotPresent' || v === 'Always',
+    },
+    { path: `spec.template.spec.${list}[*].resources`, accepts: (v: unknown) => sameJson(v, {}) },
+    {
+      path: `spec.template.spec.${list}[*].env[*].valueFrom.fieldRef.apiVersion`,
+      accepts: (v: unknown) => v === 'v1',
+    },
+  ]),
+  { path: 'spec.template.spec.volumes[*].configMap.defaultMode', accepts: (v) => v === 0o644 },
+  { path: 'spec.template.spec.volumes[*].secret.defaultMode', accepts: (v) => v === 0o644 },
+];
+
+const SERVER_FILLED: Readonly<Record<WrittenKind, readonly ServerFilled[]>> = {
+  Job: JOB_SERVER_FILLED,
+  ConfigMap: [],
+};
+
+/**
+ * An update changes nothing the writer decided. The manager may add the cleanup TTL to a Job that had none;
+ * anyone the API server lets may move finalizers (the garbage collector's foreground deletion) and nothing
+ * else.
+ */
+function judgeUpdate(
+  kind: WrittenKind,
+  request: AdmissionRequest,
+  object: Written,
+  sources: ControllerWriteSources,
+) {
+  const old = request.oldObject as Written | undefined;
+  if (old === undefined || old === null)
+    return errored(400, `${CONTROLLER_WRITE_RULE}: an update without the old object`);
+  const who = request.userInfo.username ?? '';
+  const moved = (o: Written) => {
+    const w = writtenPart(o) as { metadata: Record<string, unknown>; spec?: Record<string, unknown> };
+    delete w.metadata['finalizers'];
+    if (
+      kind === 'Job' &&
+      who === sources.managerUsername &&
+      old.spec !== undefined &&
+      (old.spec as Record<string, unknown>)['ttlSecondsAfterFinished'] === undefined &&
+      w.spec !== undefined
+    ) {
+      const { ttlSecondsAfterFinished: _ttl, ...spec } = w.spec;
+      w.spec = spec;
+    }
+    return w;
+  };
+  const differences = objectDifferences(moved(old), moved(object) as Readonly<Record<string, unknown>>);
+  if (differences.length === 0) return allowed();
+  const what = `${kind === 'Job' ? 'operation Job' : 'source snapshot'} ${object.metadata?.name ?? ''}`;
+  return denied(
+    `${CONTROLLER_WRITE_RULE}: ${what} is changed only by the manager adding its cleanup TTL; ${who || 'an anonymous requester'} changed: ${differences.join('; ')}`,
+  );
+}
+
+function writtenKind(request: AdmissionRequest): WrittenKind | undefined {
+  const { group, kind } = request.kind;
+  if (group === 'batch' && kind === 'Job') return 'Job';
+  if (group === '' && kind === 'ConfigMap') return 'ConfigMap';
+  return undefined;
+}
+
+function owningResource(object: Written, namespace: string): OwningResource | undefined {
+  const ref = (object.metadata?.ownerReferences ?? []).find((o) => o.controller === true);
+  if (ref === undefined || !(ref.apiVersion ?? '').startsWith(`${API_GROUP}/`)) return undefined;
+  const kind = Object.values(JOB_FAMILIES).find((f) => f.ownerKind === ref.kind)?.ownerKind;
+  if (kind === undefined || ref.name === undefined || ref.uid === undefined) return undefined;
+  return { kind, namespace, name: ref.name, uid: ref.uid };
+}
+
+function mainEnv(job: Written, name: string): string | undefined {
+  const spec = job['spec'] as
+    | {
+        template?: { spec?: { containers?: { name?: string; env?: { name?: string; value?: string }[] }[] } };
+      }
+    | undefined;
+  const main = spec?.template?.spec?.containers?.find((c) => c.name === MAIN_CONTAINER);
+  return main?.env?.find((e) => e.name === name)?.value;
+}
+
+function uidOf(o: Readonly<Record<string, unknown>>): string | undefined {
+  return (o['metadata'] as Meta | undefined)?.uid;
+}
+
+function nameOf(o: Readonly<Record<string, unknown>>): string | undefined {
+  return (o['metadata'] as Meta | undefined)?.name;
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** CEL over `object`: the Jobs and ConfigMaps this webhook judges, by what marks them as the manager's. */
+export function controllerWriteMatch(kind: WrittenKind): string {
+  const marks =
+    kind === 'Job'
+      ? `o.metadata.name.startsWith('${JOB_FAMILIES.schema.namePrefix}')`
+      : `o.metadata.name.startsWith('${SNAPSHOT_NAME_PREFIX}') || (has(o.metadata.labels) && '${LABELS.component}' in o.metadata.labels && o.metadata.labels['${LABELS.component}'] == '${SNAPSHOT_COMPONENT}')`;
+  const managed = `(has(o.metadata.labels) && '${LABELS.managedBy}' in o.metadata.labels && o.metadata.labels['${LABELS.managedBy}'] == '${MANAGED_BY}')`;
+  const owned = `(has(o.metadata.ownerReferences) && o.metadata.ownerReferences.exists(r, r.apiVersion.startsWith('${API_GROUP}/')))`;
+  // A ConfigMap is judged only as a snapshot: plan chunks (also the manager's) are bound to their plan and
+  // read back by the manager, and their own typed policy holds their shape.
+  const p = kind === 'Job' ? `(${marks} || ${managed} || ${owned})` : `(${marks})`;
+  return `(object != null && [object].exists(o, ${p})) || (oldObject != null && [oldObject].exists(o, ${p}))`;
+}

@@ -1,0 +1,70 @@
+/**
+ * The Job a PtahSchema claim runs, built from the resource, the claim and (for an Apply) the plan the claim
+ * names. One function, called by the reconciler to dispatch and by the controller-write webhook to rebuild
+ * the Job it is asked to admit, so both always build the same object.
+ */
+import type { CoreV1Api, V1Job } from '@kubernetes/client-node';
+import { canonicalEngine } from '../../api/ptah-schema.ts';
+import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import { CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
+import type { PtahObjects } from '../runtime/kube.ts';
+import { artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
+import type { SchemaView } from './model.ts';
+
+/** What building a Job reads: the verification policy ConfigMap (Verify) and the plan (Apply). */
+export interface JobReaders {
+  readonly core: CoreV1Api;
+  readonly ptah: PtahObjects;
+}
+
+export async function schemaJob(
+  readers: JobReaders,
+  view: SchemaView,
+  claim: NonNullable<SchemaView['status']['claim']>,
+  manager: ManagerIdentity,
+  now: Date,
+): Promise<V1Job> {
+  if (claim.type === 'Resolve' || claim.type === 'Verify') {
+    return artifactJobFor(
+      readers.core,
+      { kind: 'PtahSchema', name: view.name, namespace: view.namespace, uid: view.uid },
+      claim,
+      view.spec,
+      manager,
+      now,
+    );
+  }
+  const oci = ociJobSource('PtahSchema', view.spec.oci);
+  const git = view.spec.git;
+  let plan: PtahSchemaPlan | undefined;
+  if (claim.type === 'Apply') {
+    plan = await readers.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
+    if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
+      throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
+    }
+  }
+  return buildSchemaJob({
+    schema: { name: view.name, namespace: view.namespace, uid: view.uid },
+    claim,
+    ...(oci !== undefined ? { oci } : {}),
+    ...(git !== undefined ? { git } : {}),
+    engine: canonicalEngine(view.spec.engine) ?? 'postgres',
+    urlFrom: view.spec.urlFrom,
+    exclude: view.spec.policy.exclude,
+    protectedTables: view.spec.policy.protectedTables,
+    activeDeadlineSeconds: view.spec.activeDeadlineSeconds,
+    ...(plan !== undefined
+      ? {
+          plan: {
+            fingerprint: plan.spec.fingerprint,
+            contentDigest: plan.spec.binding.planContentDigest,
+            targetIdentityDigest: plan.spec.binding.targetIdentityDigest,
+            chunks: plan.spec.chunks.map((c) => ({ configMapName: c.name, key: CHUNK_KEY, index: c.index })),
+          },
+        }
+      : {}),
+    manager,
+    now,
+  });
+}
