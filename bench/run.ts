@@ -13,6 +13,7 @@ const BENCHMARKS: Readonly<Record<string, string>> = {
   'mysql-schema': 'mysql-schema-bench.ts',
   migrations: 'migrations-bench.ts',
   capacity: 'capacity-bench.ts',
+  admission: 'admission-bench.ts',
 };
 
 const asked = process.argv.slice(2);

@@ -139,6 +139,120 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
     const journal: string[] = done.status?.journal?.entries.map((e) => e.type) ?? [];
     for (const t of ['PlanPublished', 'ApprovalAccepted', 'ApplyFinished', 'Verified'])
       assert.ok(journal.includes(t), t);
+
+    // The replay of issue 16, as a cluster admin: the consumed approval made to count again, the schema
+    // put back to waiting on its applied plan. Both status writes are refused, and no second Apply runs.
+    const statusGuard =
+      /ValidatingAdmissionPolicy 'ptah-status-guard' .* is written only by the Ptah manager/;
+    await assert.rejects(
+      e2e().objects.patchNamespacedCustomObjectStatus(
+        { ...at(e2e(), 'ptahschemaapprovals'), name: 'exact', body: { status: { conditions: [] } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+      (error: unknown) => statusGuard.test(String((error as k8s.ApiException<unknown>).body)),
+    );
+    await assert.rejects(
+      e2e().objects.patchNamespacedCustomObjectStatus(
+        {
+          ...at(e2e(), 'ptahschemas'),
+          name: 'approval',
+          body: { status: { phase: 'AwaitingApproval', applied: null, plan: done.status!.plan } },
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      ),
+      (error: unknown) => statusGuard.test(String((error as k8s.ApiException<unknown>).body)),
+    );
+    await sleep(3_000);
+    assert.equal(
+      (await operationJobs(e2e(), 'approval', 'apply')).length,
+      1,
+      'one Apply Job, never a second',
+    );
+    assert.equal(
+      statementsIn(e2e(), 'approval_db', /CREATE TABLE\s+(IF NOT EXISTS\s+)?"?public"?\."?orders"?/i).length,
+      1,
+      'the plan still ran exactly once',
+    );
+  });
+
+  it('a Job copied from the manager with an annotation changed, an extra volume or another image is refused, as is a plan stamped by another manager image', async () => {
+    const [apply] = await operationJobs(e2e(), 'approval', 'apply');
+    assert.ok(apply, 'the Apply Job of the approval test is still there (its TTL is minutes)');
+    const manager = new k8s.KubeConfig();
+    manager.loadFromFile(e2e().env.controlPlane.kubeconfigs.manager);
+    const senders = {
+      'cluster admin': e2e().batch,
+      'the manager identity': manager.makeApiClient(k8s.BatchV1Api),
+    };
+    const {
+      uid: _u,
+      resourceVersion: _r,
+      creationTimestamp: _c,
+      managedFields: _m,
+      generation: _g,
+      ...meta
+    } = apply.metadata!;
+    const copy = (edit: (j: k8s.V1Job) => void): k8s.V1Job => {
+      const j = structuredClone({ apiVersion: 'batch/v1', kind: 'Job', metadata: meta, spec: apply.spec });
+      // The selector and its labels are the API server's, made again for a new Job.
+      delete j.spec!.selector;
+      for (const k of Object.keys(j.spec!.template.metadata!.labels!)) {
+        if (/(^|\/)(controller-uid|job-name)$/.test(k)) delete j.spec!.template.metadata!.labels![k];
+      }
+      edit(j);
+      return j;
+    };
+    const edits: Record<string, (j: k8s.V1Job) => void> = {
+      'one annotation changed': (j) =>
+        (j.metadata!.annotations!['operator.ptah.run/input-fingerprint'] = `sha256:${'0'.repeat(64)}`),
+      'an extra volume': (j) => j.spec!.template.spec!.volumes!.push({ name: 'extra', emptyDir: {} }),
+      'another image': (j) => (j.spec!.template.spec!.containers[0]!.image = 'ptah.local/ptah-runner:other'),
+    };
+    for (const [who, batch] of Object.entries(senders)) {
+      for (const [what, edit] of Object.entries(edits)) {
+        await assert.rejects(
+          batch.createNamespacedJob({ namespace: e2e().namespace, body: copy(edit), dryRun: 'All' }),
+          (error: unknown) => {
+            const body = String((error as k8s.ApiException<unknown>).body);
+            // The typed Job policy or vcontrollerwrite, whichever answers first: both name their rule.
+            return (
+              /ptah-job-shape|vcontrollerwrite/.test(body) &&
+              (error as k8s.ApiException<unknown>).code === 403
+            );
+          },
+          `${who}: ${what}`,
+        );
+      }
+    }
+    // A plan stamped by another manager release: the schema-plan policy holds the image literal.
+    const done = await getSchema(e2e(), 'approval');
+    const plan = (await e2e().objects.getNamespacedCustomObject({
+      ...at(e2e(), 'ptahschemaplans'),
+      name: done.status!.applied!.planRef.name,
+    })) as { metadata: k8s.V1ObjectMeta; spec: { binding: Record<string, unknown> } };
+    const foreign = {
+      apiVersion: 'operator.ptah.run/v1alpha1',
+      kind: 'PtahSchemaPlan',
+      metadata: {
+        name: `${plan.metadata.name!.slice(0, 40)}-foreign`,
+        labels: plan.metadata.labels,
+        ownerReferences: plan.metadata.ownerReferences,
+      },
+      spec: {
+        ...plan.spec,
+        binding: { ...plan.spec.binding, managerImage: `ptah.local/ptah-operator@sha256:${'f'.repeat(64)}` },
+      },
+    };
+    for (const kc of [e2e().admin, manager]) {
+      await assert.rejects(
+        kc.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
+          ...at(e2e(), 'ptahschemaplans'),
+          body: foreign,
+          dryRun: 'All',
+        }),
+        (error: unknown) => /ptah-schema-plan-shape/.test(String((error as k8s.ApiException<unknown>).body)),
+      );
+    }
   });
 
   it('an edit to an unselected key publishes nothing; an edit to a selected key retires the plan and publishes a new one', async () => {

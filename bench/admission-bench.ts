@@ -1,0 +1,264 @@
+// Admission latency: the manager's webhook server (the handlers and rebuilds the manager process wires) on
+// the local control plane, each webhook sent AdmissionReviews 50 at a time over HTTPS, as the API server
+// sends them: vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
+// and compared) and its snapshot (the source read and rebuilt), vpodintent judging the Job controller's Pod
+// (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
+//
+//   npm run bench -- admission        (PTAH_BENCH_REQUESTS per webhook, default 2000)
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest, Agent } from 'node:https';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as k8s from '@kubernetes/client-node';
+import { startAdmissionServer } from '../src/admission/server.ts';
+import { controllerWebhooks, WEBHOOK_PATHS } from '../src/admission/webhooks.ts';
+import { crdClientModels } from '../src/api/crd-client-model.ts';
+import { sha256Digest } from '../src/api/digest.ts';
+import type { ConfigMapObject } from '../src/api/core.ts';
+import { API_GROUP, API_VERSION, CONTROLLER_STATE_VERSION, GROUP_VERSION } from '../src/api/meta.ts';
+import type { Claim, PtahSchema } from '../src/api/ptah-schema.ts';
+import { controllerWriteSources } from '../src/controller/admission-sources.ts';
+import { buildClaim } from '../src/controller/claims/claim.ts';
+import type { ManagerIdentity } from '../src/controller/jobs/operation-job.ts';
+import { PtahObjects } from '../src/controller/runtime/kube.ts';
+import { schemaJob } from '../src/controller/schema/schema-job.ts';
+import { schemaView } from '../src/controller/schema/view.ts';
+import { buildSourceSnapshot } from '../src/sources/snapshot-config-map.ts';
+import { startControlPlane } from '../test/env/controlplane.ts';
+import { eventually } from '../test/env/eventually.ts';
+import { createCertificateAuthority, issueCertificate } from '../test/env/pki.ts';
+
+const REQUESTS = Number(process.env['PTAH_BENCH_REQUESTS'] ?? 2000);
+const CONCURRENCY = 50;
+const TARGET_P99_MS = 25;
+const d = (s: string) => sha256Digest(s);
+
+const builtBy: ManagerIdentity = {
+  managerImage: `registry.example/ptah-operator@sha256:${'1'.repeat(64)}`,
+  managerRevision: 'bench',
+  controllerStateVersion: CONTROLLER_STATE_VERSION,
+  ptahVersion: '0.1.0',
+  runnerImage: `registry.example/ptah-runner@sha256:${'2'.repeat(64)}`,
+};
+
+const cp = await startControlPlane();
+try {
+  const namespace = cp.testNamespace;
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(cp.kubeconfigs.admin);
+  // The manager's reads go out as an administrator here: RBAC costs the same per request.
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  const batch = admin.makeApiClient(k8s.BatchV1Api);
+  const objects = admin.makeApiClient(k8s.CustomObjectsApi);
+  const ext = admin.makeApiClient(k8s.ApiextensionsV1Api);
+  for (const body of crdClientModels()) await ext.createCustomResourceDefinition({ body });
+  const at = { group: API_GROUP, version: API_VERSION, namespace, plural: 'ptahschemas' };
+  await eventually('CRDs served', async () =>
+    objects
+      .listNamespacedCustomObject({ ...at, limit: 1 })
+      .then(() => true)
+      .catch(() => undefined),
+  );
+
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: {
+      metadata: { name: 'orders-schema' },
+      data: { 'schema.sql': 'CREATE TABLE orders (id bigint);\n' },
+    },
+  });
+  let schema = (await objects.createNamespacedCustomObject({
+    ...at,
+    body: {
+      apiVersion: GROUP_VERSION,
+      kind: 'PtahSchema',
+      metadata: { name: 'orders' },
+      spec: {
+        target: { engine: 'postgres', coordinationKey: 'db', urlFrom: { name: 'db', key: 'url' } },
+        desired: { configMap: { name: 'orders-schema', files: [{ key: 'schema.sql' }] } },
+      },
+    },
+  })) as PtahSchema;
+  const source = (await core.readNamespacedConfigMap({
+    namespace,
+    name: 'orders-schema',
+  })) as ConfigMapObject;
+  const snapshot = buildSourceSnapshot(
+    schema,
+    { name: 'orders-schema', files: [{ key: 'schema.sql' }] },
+    source,
+  ).configMap;
+  const claim = buildClaim(
+    {
+      resourceUID: schema.metadata.uid!,
+      resourceName: 'orders',
+      generation: 1,
+      type: 'Observe',
+      attempt: 1,
+      inputs: {
+        contentDigest: snapshot.metadata.annotations!['operator.ptah.run/content-digest']!,
+        snapshotName: snapshot.metadata.name,
+        configMapUID: source.metadata.uid!,
+        coordinationDigest: d('realm'),
+        policyFingerprint: d('policy'),
+        executionBinding: { ...builtBy, runnerProtocolVersion: 1 },
+        activeDeadlineSeconds: 600,
+      },
+    },
+    new Date(),
+  ) as Claim;
+  schema = (await objects.replaceNamespacedCustomObjectStatus({
+    ...at,
+    name: 'orders',
+    body: { ...schema, status: { phase: 'Observing', claim } },
+  })) as PtahSchema;
+  const job = await schemaJob(
+    { core, ptah: new PtahObjects(objects) },
+    schemaView(schema),
+    claim,
+    builtBy,
+    new Date(),
+  );
+  // As the API server hands a create to admission: the Job as stored, dry-run, with its defaults.
+  const admittedJob = await batch.createNamespacedJob({ namespace, body: job, dryRun: 'All' });
+  const stored = await batch.createNamespacedJob({ namespace, body: job });
+  const pod = await eventually(
+    'the Job controller creates the Pod',
+    async () =>
+      (
+        await core.listNamespacedPod({
+          namespace,
+          labelSelector: `batch.kubernetes.io/job-name=${stored.metadata!.name}`,
+        })
+      ).items[0],
+    60_000,
+  );
+
+  const sources = controllerWriteSources(admin, builtBy, cp.identities.manager);
+  const dir = join(cp.dir, 'webhook');
+  const ca = createCertificateAuthority(dir, 'webhook-ca', 'ptah-webhook-ca');
+  const serving = issueCertificate(dir, ca, {
+    name: 'webhook',
+    commonName: 'ptah-webhook',
+    ipAddresses: ['127.0.0.1'],
+    usage: 'server',
+  });
+  const server = await startAdmissionServer({
+    cert: readFileSync(serving.certFile),
+    key: readFileSync(serving.keyFile),
+    handlers: controllerWebhooks(sources.writes, sources.pods),
+  });
+  const agent = new Agent({ ca: readFileSync(ca.certFile), keepAlive: true, maxSockets: CONCURRENCY });
+
+  const review =
+    (
+      kind: { group: string; version: string; kind: string },
+      resource: string,
+      username: string,
+      object: unknown,
+    ) =>
+    (uid: number) =>
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: `bench-${uid}`,
+          kind,
+          resource: { group: kind.group, version: kind.version, resource },
+          namespace,
+          operation: 'CREATE',
+          userInfo: { username },
+          object,
+        },
+      });
+  const cases: [string, string, (uid: number) => string][] = [
+    [
+      'vcontrollerwrite (Job)',
+      WEBHOOK_PATHS.vcontrollerwrite,
+      review({ group: 'batch', version: 'v1', kind: 'Job' }, 'jobs', cp.identities.manager, admittedJob),
+    ],
+    [
+      'vcontrollerwrite (snapshot)',
+      WEBHOOK_PATHS.vcontrollerwrite,
+      review({ group: '', version: 'v1', kind: 'ConfigMap' }, 'configmaps', cp.identities.manager, snapshot),
+    ],
+    [
+      'vpodintent (Pod)',
+      WEBHOOK_PATHS.vpodintent,
+      review({ group: '', version: 'v1', kind: 'Pod' }, 'pods', 'system:kube-controller-manager', {
+        ...pod,
+        metadata: { ...pod.metadata, name: `${pod.metadata!.name}-b` },
+      }),
+    ],
+  ];
+
+  const post = (path: string, body: string) =>
+    new Promise<{ ms: number; allowed: boolean; message?: string }>((resolve, reject) => {
+      const started = performance.now();
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: server.port,
+          path,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const out = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+              response: { allowed: boolean; status?: { message: string } };
+            };
+            resolve({
+              ms: performance.now() - started,
+              allowed: out.response.allowed,
+              ...(out.response.status ? { message: out.response.status.message } : {}),
+            });
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  console.log(
+    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms`,
+  );
+  console.log(
+    `${'webhook'.padEnd(30)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'max ms'.padStart(8)} ${'req/s'.padStart(8)} ${'p99/target'.padStart(11)}`,
+  );
+  let missed = 0;
+  for (const [name, path, body] of cases) {
+    const first = await post(path, body(0));
+    if (!first.allowed)
+      throw new Error(`${name}: the manager's own object was refused: ${first.message ?? ''}`);
+    for (let i = 0; i < 100; i++) await post(path, body(i)); // warm-up: connections, JIT
+    const samples: number[] = [];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < REQUESTS) {
+          const uid = next++;
+          const r = await post(path, body(uid));
+          if (!r.allowed) throw new Error(`${name}: refused under load: ${r.message ?? ''}`);
+          samples.push(r.ms);
+        }
+      }),
+    );
+    const wall = performance.now() - started;
+    samples.sort((a, b) => a - b);
+    const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
+    if (q(0.99) > TARGET_P99_MS) missed++;
+    console.log(
+      `${name.padEnd(30)} ${q(0.5).toFixed(1).padStart(8)} ${q(0.99).toFixed(1).padStart(8)} ${samples[samples.length - 1]!.toFixed(1).padStart(8)} ${((samples.length / wall) * 1000).toFixed(0).padStart(8)} ${(q(0.99) / TARGET_P99_MS).toFixed(2).padStart(11)}`,
+    );
+  }
+  agent.destroy();
+  await server.close();
+  if (missed > 0) console.log(`${missed} webhook(s) above the p99 target`);
+} finally {
+  await cp.stop();
+}
