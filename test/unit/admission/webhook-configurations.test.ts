@@ -1,6 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
+import {
+  ADMISSION_POLICY_TEMPLATE,
+  admissionPolicyTemplate,
+  WEBHOOK_TEMPLATE,
+  webhookTemplate,
+} from '../../../scripts/gen-admission-policies.ts';
 import {
   approvalWebhookConfigurations,
   approvalWebhookGuard,
@@ -199,6 +207,19 @@ describe('approvalWebhooksProblem: approvals are trusted only behind both webhoo
       approvalWebhooksProblem({ mutating: [mutating], validating: [schemaOnly] }, 'PtahMigrationApproval') ??
         '',
       /^migration approvals are not accepted: no ValidatingWebhookConfiguration sends PtahMigrationApproval CREATE to \/vmigrationapproval/,
+    );
+  });
+});
+
+describe('the chart templates written from the code', () => {
+  it('are current: scripts/gen-admission-policies.ts writes what the chart holds', () => {
+    const root = join(import.meta.dirname, '..', '..', '..');
+    const webhooks = readFileSync(join(root, WEBHOOK_TEMPLATE), 'utf8');
+    assert.equal(webhookTemplate(webhooks), webhooks, `${WEBHOOK_TEMPLATE}: run the script`);
+    assert.equal(
+      admissionPolicyTemplate(),
+      readFileSync(join(root, ADMISSION_POLICY_TEMPLATE), 'utf8'),
+      `${ADMISSION_POLICY_TEMPLATE}: run the script`,
     );
   });
 });
