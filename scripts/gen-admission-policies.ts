@@ -18,7 +18,8 @@ import { CONTROLLER_STATE_VERSION } from '../src/api/meta.ts';
 export const ADMISSION_POLICY_TEMPLATE = 'deploy/helm/ptah-operator/templates/admission-policies.yaml';
 export const WEBHOOK_TEMPLATE = 'deploy/helm/ptah-operator/templates/webhook.yaml';
 /** webhook.yaml from this line on is written here; above it is the chart's own (certificate, Service, decisions). */
-export const CONTROLLER_WEBHOOKS_MARK = '{{- /* Generated below by scripts/gen-admission-policies.ts; do not edit by hand. */ -}}';
+export const CONTROLLER_WEBHOOKS_MARK =
+  '{{- /* Generated below by scripts/gen-admission-policies.ts; do not edit by hand. */ -}}';
 
 /**
  * The vcontrollerwrite and vpodintent configuration as the chart installs it: the code's rules, match
@@ -28,8 +29,7 @@ export function controllerWebhookTemplate(): string {
   const { controller } = approvalWebhookConfigurations({ baseUrl: 'https://unused', caBundle: 'unused' });
   const hooks = controller.webhooks!.map((w) => {
     const path = new URL(w.clientConfig.url!).pathname;
-    const timeout =
-      path === WEBHOOK_PATHS.vcontrollerwrite ? '@@CONTROLLER_WRITE_TIMEOUT@@' : '@@TIMEOUT@@';
+    const timeout = path === WEBHOOK_PATHS.vcontrollerwrite ? '@@CONTROLLER_WRITE_TIMEOUT@@' : '@@TIMEOUT@@';
     return { ...w, clientConfig: `@@CLIENT_CONFIG ${path}@@`, timeoutSeconds: timeout };
   });
   const body = stringify({ webhooks: hooks }, { lineWidth: 0 })
@@ -46,7 +46,10 @@ export function controllerWebhookTemplate(): string {
         '      {{- end }}',
       ].join('\n'),
     )
-    .replace(/["']?@@CONTROLLER_WRITE_TIMEOUT@@["']?/g, '{{ $.Values.webhook.controllerWriteTimeoutSeconds }}')
+    .replace(
+      /["']?@@CONTROLLER_WRITE_TIMEOUT@@["']?/g,
+      '{{ $.Values.webhook.controllerWriteTimeoutSeconds }}',
+    )
     .replace(/["']?@@TIMEOUT@@["']?/g, '{{ $.Values.webhook.timeoutSeconds }}');
   return [
     CONTROLLER_WEBHOOKS_MARK,
