@@ -158,6 +158,7 @@ const JOB_SERVER_FILLED: readonly ServerFilled[] = [
   ]),
   { path: 'spec.template.spec.volumes[*].configMap.defaultMode', accepts: (v) => v === 0o644 },
   { path: 'spec.template.spec.volumes[*].secret.defaultMode', accepts: (v) => v === 0o644 },
+  { path: 'spec.template.spec.volumes[*].projected.defaultMode', accepts: (v) => v === 0o644 },
 ];
 
 const SERVER_FILLED: Readonly<Record<WrittenKind, readonly ServerFilled[]>> = {
