@@ -52,6 +52,9 @@ export interface AdmissionServer {
   close(): Promise<void>;
 }
 
+/** Longer than the 90 s the API server's HTTP client keeps an idle connection. */
+export const KEEP_ALIVE_TIMEOUT_MS = 120_000;
+
 /** Every handler answers within this unless told: the webhook configurations wait 10 to 15 seconds. */
 export const DEFAULT_HANDLER_TIMEOUT_MS = 8_000;
 
@@ -63,6 +66,11 @@ export async function startAdmissionServer(options: AdmissionServerOptions): Pro
       void serve(req, res, options, maxBody);
     },
   );
+  // The API server keeps idle connections to a webhook for 90 s and does not retry a POST that meets a
+  // connection closed under it: Node's 5 s default turned an idle pause into "connection reset by peer", a
+  // refusal (the configurations fail closed). Close idle connections only after the client would have.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 5_000;
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
