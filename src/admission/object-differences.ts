@@ -62,8 +62,8 @@ function walk(expected: unknown, actual: unknown, path: string, pattern: string,
     for (const key of Object.keys(expected).sort()) {
       const [p, q] = [child(path, key), child(pattern, key)];
       if (!Object.hasOwn(actual, key) || actual[key] === undefined) {
-        if (expected[key] !== undefined && expected[key] !== null)
-          note(w, `${p} is missing; the rebuild has ${show(expected[key])}`);
+        // The API server stores an empty list or object as nothing (omitempty): the same as the rebuild's.
+        if (!isEmpty(expected[key])) note(w, `${p} is missing; the rebuild has ${show(expected[key])}`);
         continue;
       }
       walk(expected[key], actual[key], p, q, w);
@@ -139,6 +139,12 @@ const MAP_PARENTS: readonly string[] = ['labels', 'annotations', 'matchLabels', 
 
 function sameValue(a: unknown, b: unknown): boolean {
   return a === b;
+}
+
+function isEmpty(x: unknown): boolean {
+  if (x === undefined || x === null) return true;
+  if (Array.isArray(x)) return x.length === 0;
+  return isRecord(x) && Object.keys(x).length === 0;
 }
 
 function isRecord(x: unknown): x is Record<string, unknown> {

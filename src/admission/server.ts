@@ -41,6 +41,8 @@ export interface ReviewEvent {
   readonly uid: string;
   readonly allowed: boolean;
   readonly code?: number;
+  /** Why a review was refused: the rule and the paths that differ, never a Secret (none reaches a handler). */
+  readonly message?: string;
   readonly durationMs: number;
 }
 
@@ -151,6 +153,9 @@ async function serve(
     uid: request.uid,
     allowed: out.response?.allowed ?? false,
     ...(out.response?.status?.code !== undefined ? { code: out.response.status.code } : {}),
+    ...(out.response?.allowed === false && out.response.status?.message !== undefined
+      ? { message: out.response.status.message }
+      : {}),
     durationMs: Date.now() - started,
   });
 }

@@ -96,7 +96,10 @@ try {
         ...controllerWebhooks(controller.writes, controller.pods),
       },
       onReview: (e) =>
-        log.info({ path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs }, 'admission review'),
+        log.info(
+          { path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs, reason: e.message },
+          'admission review',
+        ),
     });
     stopCertificateReload = reloadCertificateOnChange(files, webhooks, {
       onReload: (outcome) => log.info({ outcome }, 'webhook serving certificate changed'),
