@@ -6,6 +6,7 @@
  * (name and UID). An update changes nothing the template decided (the Job controller removing its tracking
  * finalizer aside), and no ephemeral container or resize reaches an operation Pod.
  */
+import { canonicalJson, type CanonicalValue } from '../api/canonical-json.ts';
 import { LABELS, MANAGED_BY } from '../api/meta.ts';
 import { JOB_FAMILIES } from '../api/job-envelope.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
@@ -48,9 +49,10 @@ const POD_SERVER_FILLED: readonly ServerFilled[] = [
   { path: 'spec.preemptionPolicy', accepts: (v) => v === 'PreemptLowerPriority' },
   {
     path: 'spec.tolerations',
+    // Compared by value, whatever order a serializer wrote the keys in.
     accepts: (v) =>
-      JSON.stringify(v) ===
-      JSON.stringify(
+      canonicalJson(v as CanonicalValue) ===
+      canonicalJson(
         ['not-ready', 'unreachable'].map((t) => ({
           key: `node.kubernetes.io/${t}`,
           operator: 'Exists',
