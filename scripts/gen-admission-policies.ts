@@ -19,7 +19,7 @@ export const ADMISSION_POLICY_TEMPLATE = 'deploy/helm/ptah-operator/templates/ad
 export const WEBHOOK_TEMPLATE = 'deploy/helm/ptah-operator/templates/webhook.yaml';
 /** webhook.yaml from this line on is written here; above it is the chart's own (certificate, Service, decisions). */
 export const CONTROLLER_WEBHOOKS_MARK =
-  '{{- /* Generated below by scripts/gen-admission-policies.ts; do not edit by hand. */ -}}';
+  '{{- /* Generated below by scripts/gen-admission-policies.ts; do not edit by hand. */}}';
 
 /**
  * The vcontrollerwrite and vpodintent configuration as the chart installs it: the code's rules, match
