@@ -332,9 +332,13 @@ describe('PtahSchema promises under misuse', { skip }, () => {
     const [apply] = await operationJobs(e2e(), 'farewell', 'apply');
     assert.ok(apply, 'the Apply Job exists');
     await e2e().objects.deleteNamespacedCustomObject({ ...at(e2e(), 'ptahschemas'), name: 'farewell' });
-    // With nobody to let it go, the guard holds the resource; the Job is not collected and runs to its end.
+    // With nobody to let it go, the guard holds the resource; the Job is not collected.
     const held = await getSchema(e2e(), 'farewell');
     assert.ok(held.metadata.deletionTimestamp, 'deletion is pending');
+    // The Apply's Pod is admitted by vpodintent, which the manager serves and which fails closed: with every
+    // replica down (this environment runs one) the Job waits for its Pod, as in a cluster. A manager coming
+    // back finds a deleted resource with an Apply in flight.
+    await e2e().startManager();
     await eventually('the Apply Job finishes', async () => {
       const [job] = await operationJobs(e2e(), 'farewell', 'apply');
       return job?.status?.succeeded === 1 ? job : undefined;
@@ -348,7 +352,6 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       statementsBeforeRestart = now;
       return settled ? true : undefined;
     });
-    await e2e().startManager();
     await eventually('the resource is gone once its Apply was accounted for', async () => {
       try {
         await getSchema(e2e(), 'farewell');
