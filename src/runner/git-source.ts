@@ -15,6 +15,7 @@
  * this container mounts; it never sees the grants. Every line that leaves goes through the redactor, which
  * knows the password and the private key.
  */
+import { readSourceFlags, SourceOptionsError } from './source-flags.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,15 +58,6 @@ export interface GitCommandOptions {
   readonly ptahBinary?: string;
 }
 
-export class GitOptionsError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 const FLAGS = [
   'repository',
   'ref',
@@ -84,32 +76,18 @@ export function compileGitOptions(
   env: Readonly<Record<string, string | undefined>>,
 ): GitCommandOptions {
   const command = argv[0];
-  if (!isGitCommand(command)) throw new GitOptionsError('invalid_option', 'unknown Git command');
-  const values: Partial<Record<(typeof FLAGS)[number], string>> = {};
-  let plainHttp = false;
-  for (let i = 1; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--plain-http') {
-      plainHttp = true;
-      continue;
-    }
-    const flag = FLAGS.find((f) => arg === `--${f}`);
-    const value = argv[i + 1];
-    if (flag === undefined || value === undefined)
-      throw new GitOptionsError('invalid_option', `unknown or incomplete option ${arg.slice(0, 40)}`);
-    values[flag] = value;
-    i++;
-  }
+  if (!isGitCommand(command)) throw new SourceOptionsError('invalid_option', 'unknown Git command');
+  const { values, plainHttp } = readSourceFlags(argv.slice(1), FLAGS);
   const need = (flag: (typeof FLAGS)[number]): string => {
     const v = values[flag];
     if (v === undefined || v === '')
-      throw new GitOptionsError('invalid_option', `--${flag} is missing for ${command}`);
+      throw new SourceOptionsError('invalid_option', `--${flag} is missing for ${command}`);
     return v;
   };
   const fetch = command === 'fetch-git';
   const digest = fetch ? need('digest') : undefined;
   if (digest !== undefined && !/^sha256:[0-9a-f]{64}$/.test(digest))
-    throw new GitOptionsError('invalid_option', '--digest must be sha256:<64 hex>');
+    throw new SourceOptionsError('invalid_option', '--digest must be sha256:<64 hex>');
   const binary = env['PTAH_RUNNER_PTAH_BINARY'];
   return {
     command,

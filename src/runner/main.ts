@@ -7,6 +7,7 @@
  * `runRunner` takes its streams and environment as arguments so tests drive it in-process; `cli.ts` is
  * the process entry.
  */
+import { SourceOptionsError } from './source-flags.ts';
 import { apply } from './apply.ts';
 import { runChild, type ChildResult } from './child.ts';
 import type { Sha256Digest } from '../api/digest.ts';
@@ -16,18 +17,11 @@ import { migrationApply } from './migration-apply.ts';
 import { migrationHistory } from './migration-history.ts';
 import { observe } from './observe.ts';
 import { refused, RUNNER_EXIT, type OperationContext, type OperationReport } from './operation.ts';
-import {
-  compileOciOptions,
-  isOciCommand,
-  OciOptionsError,
-  registrySecrets,
-  runOciCommand,
-} from './oci-source.ts';
+import { compileOciOptions, isOciCommand, registrySecrets, runOciCommand } from './oci-source.ts';
 import {
   compileGitOptions,
   GIT_COMMAND_OPERATION,
   gitSecrets,
-  GitOptionsError,
   isGitCommand,
   runGitCommand,
 } from './git-source.ts';
@@ -109,7 +103,7 @@ export async function runRunner(argv: readonly string[], env: Env, io: RunnerIo)
     }
   } catch (error) {
     operation ??= guessOperation(argv, env);
-    if (error instanceof OciOptionsError || error instanceof GitOptionsError) {
+    if (error instanceof SourceOptionsError) {
       say(`refused: ${error.message}`);
       report = refused(error.code, error.message);
     } else if (error instanceof RunnerOptionsError) {

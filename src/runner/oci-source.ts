@@ -16,6 +16,7 @@
  * credential needs `allowPlainHTTP: "true"`. Every text that leaves goes through the redactor, which knows
  * the registry passwords and tokens of the mounted Docker config.
  */
+import { readSourceFlags, SourceOptionsError } from './source-flags.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -62,15 +63,6 @@ export interface OciCommandOptions {
   readonly policyDigest?: string;
 }
 
-export class OciOptionsError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 const FLAGS = [
   'reference',
   'requested',
@@ -87,32 +79,18 @@ export function compileOciOptions(
   env: Readonly<Record<string, string | undefined>>,
 ): OciCommandOptions {
   const command = argv[0];
-  if (!isOciCommand(command)) throw new OciOptionsError('invalid_option', 'unknown OCI command');
-  const values: Partial<Record<(typeof FLAGS)[number], string>> = {};
-  let plainHttp = false;
-  for (let i = 1; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--plain-http') {
-      plainHttp = true;
-      continue;
-    }
-    const flag = FLAGS.find((f) => arg === `--${f}`);
-    const value = argv[i + 1];
-    if (flag === undefined || value === undefined) {
-      throw new OciOptionsError('invalid_option', `unknown or incomplete option ${arg.slice(0, 40)}`);
-    }
-    values[flag] = value;
-    i++;
-  }
+  if (!isOciCommand(command)) throw new SourceOptionsError('invalid_option', 'unknown OCI command');
+  const { values, plainHttp } = readSourceFlags(argv.slice(1), FLAGS);
   const reference = values.reference;
-  if (reference === undefined) throw new OciOptionsError('invalid_option', '--reference is missing');
+  if (reference === undefined) throw new SourceOptionsError('invalid_option', '--reference is missing');
   const pinned = command !== 'resolve';
   if (pinned && !/@sha256:[0-9a-f]{64}$/.test(reference)) {
-    throw new OciOptionsError('reference_not_pinned', `${command} reads a digest-pinned reference only`);
+    throw new SourceOptionsError('reference_not_pinned', `${command} reads a digest-pinned reference only`);
   }
   const need = (flag: (typeof FLAGS)[number]): string => {
     const v = values[flag];
-    if (v === undefined) throw new OciOptionsError('invalid_option', `--${flag} is missing for ${command}`);
+    if (v === undefined)
+      throw new SourceOptionsError('invalid_option', `--${flag} is missing for ${command}`);
     return v;
   };
   return {
