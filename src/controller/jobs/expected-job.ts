@@ -11,7 +11,8 @@ import type { PtahMigration } from '../../api/ptah-migration.ts';
 import type { PtahSchema } from '../../api/ptah-schema.ts';
 import { migrationJob } from '../migration/migration-job.ts';
 import { migrationView } from '../migration/view.ts';
-import { schemaJob, type JobReaders } from '../schema/schema-job.ts';
+import type { JobReaders } from './job-readers.ts';
+import { schemaJob } from '../schema/schema-job.ts';
 import { schemaView } from '../schema/view.ts';
 import type { ManagerIdentity } from './operation-job.ts';
 

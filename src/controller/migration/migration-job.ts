@@ -7,7 +7,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import { canonicalEngine } from '../../api/ptah-schema.ts';
 import type { PtahMigrationPlan } from '../../api/ptah-migration-plan.ts';
 import { buildMigrationJob, type ManagerIdentity } from '../jobs/operation-job.ts';
-import type { JobReaders } from '../schema/schema-job.ts';
+import { claimedPlan, type JobReaders } from '../jobs/job-readers.ts';
 import { artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
 import type { MigrationClaim, MigrationView } from './model.ts';
 
@@ -30,17 +30,10 @@ export async function migrationJob(
   }
   const oci = ociJobSource('PtahMigration', view.spec.oci);
   const git = view.spec.git;
-  let plan: PtahMigrationPlan | undefined;
-  if (claim.type === 'Apply') {
-    plan = await readers.ptah.get<PtahMigrationPlan>(
-      'ptahmigrationplans',
-      view.namespace,
-      claim.planRef!.name,
-    );
-    if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
-      throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
-    }
-  }
+  const plan =
+    claim.type === 'Apply'
+      ? await claimedPlan<PtahMigrationPlan>(readers, 'ptahmigrationplans', view.namespace, claim.planRef!)
+      : undefined;
   return buildMigrationJob({
     migration: { name: view.name, namespace: view.namespace, uid: view.uid },
     claim,

@@ -3,20 +3,14 @@
  * names. One function, called by the reconciler to dispatch and by the controller-write webhook to rebuild
  * the Job it is asked to admit, so both always build the same object.
  */
-import type { CoreV1Api, V1Job } from '@kubernetes/client-node';
+import type { V1Job } from '@kubernetes/client-node';
 import { canonicalEngine } from '../../api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import { CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
-import type { PtahObjects } from '../runtime/kube.ts';
+import { claimedPlan, type JobReaders } from '../jobs/job-readers.ts';
 import { artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';
 import type { SchemaView } from './model.ts';
-
-/** What building a Job reads: the verification policy ConfigMap (Verify) and the plan (Apply). */
-export interface JobReaders {
-  readonly core: CoreV1Api;
-  readonly ptah: PtahObjects;
-}
 
 export async function schemaJob(
   readers: JobReaders,
@@ -37,13 +31,10 @@ export async function schemaJob(
   }
   const oci = ociJobSource('PtahSchema', view.spec.oci);
   const git = view.spec.git;
-  let plan: PtahSchemaPlan | undefined;
-  if (claim.type === 'Apply') {
-    plan = await readers.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, claim.planRef!.name);
-    if (plan === undefined || plan.metadata.uid !== claim.planRef!.uid) {
-      throw new Error(`plan ${claim.planRef!.name} is gone; the apply cannot be built`);
-    }
-  }
+  const plan =
+    claim.type === 'Apply'
+      ? await claimedPlan<PtahSchemaPlan>(readers, 'ptahschemaplans', view.namespace, claim.planRef!)
+      : undefined;
   return buildSchemaJob({
     schema: { name: view.name, namespace: view.namespace, uid: view.uid },
     claim,
