@@ -14,61 +14,21 @@ function mods(t: TypeRef): number[] {
   return t.mods === '' ? [] : t.mods.slice(1, -1).split(',').map(Number);
 }
 
-/** MySQL's type names (unsigned and zerofill follow the length in `mods`). */
-const MYSQL_INT_RANK: Readonly<Record<string, number>> = {
-  tinyint: 1,
-  smallint: 2,
-  mediumint: 3,
-  int: 4,
-  bigint: 5,
-};
-const MYSQL_TEXT_RANK: Readonly<Record<string, number>> = {
-  tinytext: 255,
-  text: 65535,
-  mediumtext: 16777215,
-  longtext: 4294967295,
-};
+/** How a type change affects stored data: kept as is, rewritten without loss, or possibly lost or refused. */
+export type TypeChangeRisk = 'widen' | 'rewrite' | 'narrow';
 
-function mysqlTypeRisk(a: TypeRef, b: TypeRef): 'widen' | 'rewrite' | 'narrow' | undefined {
-  const unsigned = (t: TypeRef) => t.mods.includes('unsigned');
-  const len = (t: TypeRef) => Number(/^\((\d+)/.exec(t.mods)?.[1] ?? 0);
-  const ra = MYSQL_INT_RANK[a.name];
-  const rb = MYSQL_INT_RANK[b.name];
-  if (ra !== undefined && rb !== undefined) {
-    if (unsigned(a) !== unsigned(b)) return 'narrow';
-    return rb > ra ? 'rewrite' : rb === ra ? 'widen' : 'narrow';
-  }
-  const width = (t: TypeRef) =>
-    t.name === 'varchar' || t.name === 'char' ? len(t) : MYSQL_TEXT_RANK[t.name];
-  const wa = width(a);
-  const wb = width(b);
-  if (wa !== undefined && wb !== undefined) {
-    if (wb < wa) return 'narrow';
-    return a.name === b.name && a.name === 'varchar' ? 'widen' : 'rewrite';
-  }
-  // Every FLOAT value is a DOUBLE value; the column is rebuilt to the wider type.
-  if (a.name === 'float' && b.name === 'double' && unsigned(a) === unsigned(b)) return 'rewrite';
-  if ((a.name === 'enum' || a.name === 'set') && a.name === b.name) {
-    // Appending values keeps every stored value (and its index); anything else may not.
-    return b.mods.startsWith(a.mods.slice(0, -1)) ? 'widen' : 'narrow';
-  }
-  if (a.name === 'decimal' && b.name === 'decimal' && unsigned(a) === unsigned(b)) {
-    const [ap = 0, as = 0] = a.mods.slice(1, a.mods.indexOf(')')).split(',').map(Number);
-    const [bp = 0, bs = 0] = b.mods.slice(1, b.mods.indexOf(')')).split(',').map(Number);
-    return bs >= as && bp - bs >= ap - as ? 'rewrite' : 'narrow';
-  }
-  return undefined;
-}
+/** A dialect's own rules for its type names; undefined defers to the core (PostgreSQL-spelled) rules. */
+export type DialectTypeRisk = (from: TypeRef, to: TypeRef) => TypeChangeRisk | undefined;
 
 /** How a type change affects stored data. */
-export function typeChangeRisk(from: Column, to: Column): 'widen' | 'rewrite' | 'narrow' {
+export function typeChangeRisk(from: Column, to: Column, dialectRisk?: DialectTypeRisk): TypeChangeRisk {
   const a = from.type;
   const b = to.type;
   const sameCollation = (from.collation ?? '') === (to.collation ?? '');
   // Only other attributes change (MySQL restates the column for ON UPDATE or INVISIBLE).
   if (sameCollation && a.name === b.name && a.mods === b.mods && a.array === b.array) return 'widen';
-  const mysql = sameCollation ? mysqlTypeRisk(a, b) : undefined;
-  if (mysql !== undefined) return mysql;
+  const own = sameCollation ? dialectRisk?.(a, b) : undefined;
+  if (own !== undefined) return own;
   if (
     (from.collation ?? '') !== (to.collation ?? '') &&
     a.name === b.name &&
@@ -127,7 +87,7 @@ const c = (severity: Classification['severity'], reason: string, destructive = f
   destructive,
 });
 
-export function classify(change: Change): Classification {
+export function classify(change: Change, dialectRisk?: DialectTypeRisk): Classification {
   switch (change.kind) {
     case 'CreateSchema':
       return c('safe', 'creates a schema');
@@ -187,7 +147,7 @@ export function classify(change: Change): Classification {
         ? c('warning', 'drops a generated column (its values are derived and are recomputed)')
         : c('destructive', 'drops a column and its data', true);
     case 'AlterColumnType': {
-      const risk = typeChangeRisk(change.from, change.column);
+      const risk = typeChangeRisk(change.from, change.column, dialectRisk);
       if (risk === 'widen') return c('info', 'widens a column type');
       if (risk === 'rewrite')
         return c('warning', 'changes a column type without losing values: rewrites the table');
@@ -306,8 +266,8 @@ const OBJECT_CREATE: Readonly<Record<DefinedObjectType, string>> = {
   'column statistics': "sets a column's statistics target (ANALYZE uses it)",
 };
 
-export function classifyAll(changes: readonly Change[]): ClassifiedChange[] {
-  return changes.map((ch) => ({ ...ch, classification: classify(ch) }));
+export function classifyAll(changes: readonly Change[], dialectRisk?: DialectTypeRisk): ClassifiedChange[] {
+  return changes.map((ch) => ({ ...ch, classification: classify(ch, dialectRisk) }));
 }
 
 /**

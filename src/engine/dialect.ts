@@ -3,6 +3,7 @@
  * and states facts. Core code asks for the fact, never for the dialect's name. PostgreSQL and MySQL (MariaDB) are the two.
  */
 import type { Change } from './changes.ts';
+import type { DialectTypeRisk } from './classify.ts';
 import type { RowSet, SchemaModel, Table } from './model.ts';
 import type { DropTarget } from './plan-header.ts';
 import type { Session } from './session.ts';
@@ -59,6 +60,11 @@ export interface SchemaDialect {
    * the rebuilt tables from it. Absent: the generic rules of the plan header.
    */
   tableWork?(change: Change, plan: readonly Change[]): TableWork | undefined;
+  /**
+   * The dialect's rules for a type change between its own type names (MySQL's TINYINT, MEDIUMTEXT, ENUM...);
+   * undefined, or absent, defers to the core rules, which speak PostgreSQL's names.
+   */
+  readonly typeChangeRisk?: DialectTypeRisk;
   /** A change's statements; `plan` is the whole ordered plan it is part of, for a dialect that joins changes. */
   render(change: Change, plan?: readonly Change[]): string[];
   /** Rows of each target table, or non-NULL values of each target column, in one round trip. */

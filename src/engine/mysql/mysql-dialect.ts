@@ -12,6 +12,7 @@ import {
   readServerFacts,
 } from './mysql-inspector.ts';
 import { mysqlTableWork } from './mysql-online.ts';
+import { mysqlTypeRisk } from './mysql-type-risk.ts';
 import { partitionRefusals } from './mysql-partitions.ts';
 import { renderMysql } from './mysql-renderer.ts';
 
@@ -34,6 +35,7 @@ export const mysqlDialect: SchemaDialect = {
     resolveWith(desired as DesiredModel, await readServerFacts(session)),
   render: renderMysql,
   tableWork: mysqlTableWork,
+  typeChangeRisk: mysqlTypeRisk,
   checkChanges: partitionRefusals,
   countData,
   // A MySQL schema is the connected database: unqualified names can mean nothing else.

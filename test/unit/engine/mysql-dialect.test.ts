@@ -19,6 +19,7 @@ import { renderMysql } from '../../../src/engine/mysql/mysql-renderer.ts';
 import { diffModels } from '../../../src/engine/diff.ts';
 import { classifyAll, withTableWork } from '../../../src/engine/classify.ts';
 import { mysqlTableWork } from '../../../src/engine/mysql/mysql-online.ts';
+import { mysqlTypeRisk } from '../../../src/engine/mysql/mysql-type-risk.ts';
 import type { Column, SchemaModel } from '../../../src/engine/model.ts';
 
 type Row = Record<string, string | null>;
@@ -345,18 +346,20 @@ describe('MySQL renderer', () => {
   it('says which changes rebuild the table, copy it, or make writes wait (a warning, counted as rewritten)', async () => {
     const work = async (from: string, to: string) => {
       const changes = diffModels({ from: await model(from), to: await model(to), liveRows: [] });
-      return withTableWork(classifyAll(changes), (c) => mysqlTableWork(c, changes)).map((c) => [
-        c.kind,
-        c.classification.severity,
-        c.classification.rebuildsTable,
-        /ALGORITHM=COPY/.test(c.classification.reason)
-          ? 'copy'
-          : /rebuilds the table in place/.test(c.classification.reason)
-            ? 'online rebuild'
-            : /writes to the table wait/.test(c.classification.reason)
-              ? 'writes wait'
-              : 'no row touched',
-      ]);
+      return withTableWork(classifyAll(changes, mysqlTypeRisk), (c) => mysqlTableWork(c, changes)).map(
+        (c) => [
+          c.kind,
+          c.classification.severity,
+          c.classification.rebuildsTable,
+          /ALGORITHM=COPY/.test(c.classification.reason)
+            ? 'copy'
+            : /rebuilds the table in place/.test(c.classification.reason)
+              ? 'online rebuild'
+              : /writes to the table wait/.test(c.classification.reason)
+                ? 'writes wait'
+                : 'no row touched',
+        ],
+      );
     };
     const t = (cols: string) => `CREATE TABLE t (id int PRIMARY KEY, ${cols}) DEFAULT CHARSET=utf8mb4;`;
     assert.deepEqual(await work(t('n int'), t('n bigint')), [['AlterColumnType', 'warning', true, 'copy']]);
