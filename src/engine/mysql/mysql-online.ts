@@ -69,58 +69,98 @@ function typeChangeInPlace(from: Column, to: Column): TableWork | undefined | 'c
 const sameColumn = (c: Change, table: string, column: string): boolean =>
   'table' in c && c.table.name === table && 'column' in c && c.column?.name === column;
 
+type ChangeOf<K extends Change['kind']> = Extract<Change, { kind: K }>;
+type WorkRule<K extends Change['kind']> = (
+  change: ChangeOf<K>,
+  plan: readonly Change[],
+) => TableWork | undefined;
+
+/** Touches no row and lets writes continue (or does not touch a table at all). */
+const NONE = (): undefined => undefined;
+
+/** NOT NULL set or dropped: restated with a type change of the same column, that change says the cost. */
+const notNullWork = (change: ChangeOf<'SetNotNull' | 'DropNotNull'>, plan: readonly Change[]) =>
+  plan.some((c) => c.kind === 'AlterColumnType' && sameColumn(c, change.table.name, change.column.name))
+    ? undefined
+    : REBUILD_ONLINE;
+
+/** Every kind is named, so a new change kind must say what InnoDB does with it. */
+const WORK: { readonly [K in Change['kind']]: WorkRule<K> } = {
+  AddColumn: (change) => {
+    // An added column is instant on MySQL 8.0.29+ and MariaDB 10.4+, unless its values must be computed.
+    if (change.column.identity !== undefined)
+      return { ...COPY, how: `${COPY.how} (an AUTO_INCREMENT column is numbered row by row)` };
+    if (change.column.generated !== undefined && change.column.generatedStorage !== 'virtual')
+      return { ...COPY, how: `${COPY.how} (a STORED column is computed row by row)` };
+    return undefined;
+  },
+  AlterColumnType: (change) => {
+    const work = typeChangeInPlace(change.from, change.column);
+    return work === 'copy' ? COPY : work;
+  },
+  SetNotNull: notNullWork,
+  DropNotNull: notNullWork,
+  AddIdentity: () => COPY,
+  DropIdentity: () => COPY,
+  SetIdentity: () => COPY,
+  AddConstraint: (change) => {
+    if (change.constraint.kind === 'PrimaryKey') return REBUILD_ONLINE;
+    // With foreign_key_checks on, both servers validate a new foreign key or check by copying the table.
+    if (change.constraint.kind === 'ForeignKey' || change.constraint.kind === 'Check') return COPY;
+    return undefined;
+  },
+  DropConstraint: (change, plan) => {
+    if (change.constraint.kind !== 'PrimaryKey') return undefined;
+    // Dropped alone, the primary key is copied away; replaced in the same plan, the table is rebuilt in place.
+    return plan.some(
+      (c) =>
+        c.kind === 'AddConstraint' &&
+        c.constraint.kind === 'PrimaryKey' &&
+        c.table.name === change.table.name,
+    )
+      ? REBUILD_ONLINE
+      : COPY;
+  },
+  // FULLTEXT and SPATIAL indexes build in place under a shared lock (the first FULLTEXT adds a hidden column).
+  CreateIndex: (change) =>
+    change.index.method === 'fulltext' || change.index.method === 'spatial' ? WRITES_WAIT : undefined,
+  AlterTableOptions: (change) => (onlyRowFormatChanges(change) ? REBUILD_ONLINE : COPY),
+  // Metadata only (instant), whole-table creates and drops, row data, and kinds MySQL has no table work for.
+  CreateSchema: NONE,
+  DropSchema: NONE,
+  CreateExtension: NONE,
+  UpdateExtension: NONE,
+  DropExtension: NONE,
+  CreateEnum: NONE,
+  AddEnumValue: NONE,
+  DropEnum: NONE,
+  CreateSequence: NONE,
+  AlterSequence: NONE,
+  DropSequence: NONE,
+  CreateTable: NONE,
+  DropTable: NONE,
+  RenameTable: NONE,
+  DropColumn: NONE,
+  RenameColumn: NONE,
+  SetDefault: NONE,
+  DropDefault: NONE,
+  DropIndex: NONE,
+  CreateView: NONE,
+  DropView: NONE,
+  CreateObject: NONE,
+  ReplaceObject: NONE,
+  DropObject: NONE,
+  SetComment: NONE,
+  CommentObject: NONE,
+  InsertRow: NONE,
+  UpdateRow: NONE,
+  DeleteRow: NONE,
+  Unsupported: NONE,
+};
+
 /** The work a change makes on its table; undefined when no row is touched and writes continue. */
 export function mysqlTableWork(change: Change, plan: readonly Change[]): TableWork | undefined {
-  switch (change.kind) {
-    case 'AddColumn':
-      // An added column is instant on MySQL 8.0.29+ and MariaDB 10.4+, unless its values must be computed.
-      if (change.column.identity !== undefined)
-        return { ...COPY, how: `${COPY.how} (an AUTO_INCREMENT column is numbered row by row)` };
-      if (change.column.generated !== undefined && change.column.generatedStorage !== 'virtual')
-        return { ...COPY, how: `${COPY.how} (a STORED column is computed row by row)` };
-      return undefined;
-    case 'AlterColumnType': {
-      const work = typeChangeInPlace(change.from, change.column);
-      return work === 'copy' ? COPY : work;
-    }
-    case 'SetNotNull':
-    case 'DropNotNull':
-      // Restated with a type change of the same column, that change says the cost.
-      return plan.some(
-        (c) => c.kind === 'AlterColumnType' && sameColumn(c, change.table.name, change.column.name),
-      )
-        ? undefined
-        : REBUILD_ONLINE;
-    case 'AddIdentity':
-    case 'DropIdentity':
-    case 'SetIdentity':
-      return COPY;
-    case 'AddConstraint':
-      if (change.constraint.kind === 'PrimaryKey') return REBUILD_ONLINE;
-      // With foreign_key_checks on, both servers validate a new foreign key or check by copying the table.
-      if (change.constraint.kind === 'ForeignKey' || change.constraint.kind === 'Check') return COPY;
-      return undefined;
-    case 'DropConstraint':
-      if (change.constraint.kind !== 'PrimaryKey') return undefined;
-      // Dropped alone, the primary key is copied away; replaced in the same plan, the table is rebuilt in place.
-      return plan.some(
-        (c) =>
-          c.kind === 'AddConstraint' &&
-          c.constraint.kind === 'PrimaryKey' &&
-          c.table.name === change.table.name,
-      )
-        ? REBUILD_ONLINE
-        : COPY;
-    case 'CreateIndex':
-      // FULLTEXT and SPATIAL indexes build in place under a shared lock (the first FULLTEXT adds a hidden column).
-      return change.index.method === 'fulltext' || change.index.method === 'spatial'
-        ? WRITES_WAIT
-        : undefined;
-    case 'AlterTableOptions':
-      return onlyRowFormatChanges(change) ? REBUILD_ONLINE : COPY;
-    default:
-      return undefined;
-  }
+  return (WORK[change.kind] as WorkRule<Change['kind']>)(change, plan);
 }
 
 /** Whether an options change is a new ROW_FORMAT alone (engine and character set conversions copy). */
