@@ -27,6 +27,8 @@ import {
   targetStatus,
   VERIFICATION_POLICY_RULE,
   verificationPolicyFrom,
+  sourcePolicyFrom,
+  SOURCE_POLICY_RULE,
 } from './ptah-schema.ts';
 import {
   array,
@@ -151,12 +153,13 @@ export const ptahMigrationSpec = object(
     target,
     desired: desiredSource,
     verificationPolicyFrom: optional(verificationPolicyFrom),
+    sourcePolicyFrom: optional(sourcePolicyFrom),
     policy: defaulted(migrationPolicy, {} as MigrationPolicySpec),
     interval: defaulted(boundedDuration('How often the history is read again.', '10s', '24h'), '10m'),
     execution: defaulted(execution, {} as Infer<typeof execution>),
     suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
   },
-  { validations: [VERIFICATION_POLICY_RULE] },
+  { validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE] },
 );
 export type PtahMigrationSpec = Infer<typeof ptahMigrationSpec>;
 

@@ -23,6 +23,12 @@ export const planBinding = object({
   configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
   verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
   verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
+  sourcePolicyUID: optional(
+    uid('UID of the source policy, for a ConfigMap or Git source that names one in spec.sourcePolicyFrom.'),
+  ),
+  sourcePolicyDigest: optional(
+    digest('SHA-256 of the source policy data: an edit to the policy retires the plan.'),
+  ),
   sourceDigest: optional(
     digest(
       'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',

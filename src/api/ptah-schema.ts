@@ -315,6 +315,23 @@ export const VERIFICATION_POLICY_RULE = {
   rule: 'has(self.desired.oci) == has(self.verificationPolicyFrom)',
   message: 'spec.verificationPolicyFrom is required with spec.desired.oci and refused without it',
 };
+
+/** The source policy a ConfigMap or Git source is checked against: a ConfigMap, bound by UID and digest. */
+export const sourcePolicyFrom = object(
+  {
+    name: objectName(
+      'A ConfigMap in the resource namespace holding the source policy under source-policy.yaml; it may be edited, and an edit retires plans made under the old policy.',
+    ),
+  },
+  { description: 'Optional with a ConfigMap or Git source, refused with an OCI source.' },
+);
+
+/** An OCI source is checked by its verification policy; a source policy names what Resolve reads itself. */
+export const SOURCE_POLICY_RULE = {
+  rule: '!has(self.sourcePolicyFrom) || !has(self.desired.oci)',
+  message:
+    'spec.sourcePolicyFrom applies to a ConfigMap or Git source; an OCI source is checked by spec.verificationPolicyFrom',
+};
 export type DesiredSource = Infer<typeof desiredSource>;
 
 export const secretKeySelector = object({
@@ -407,12 +424,13 @@ export const ptahSchemaSpec = object(
     target,
     desired: desiredSource,
     verificationPolicyFrom: optional(verificationPolicyFrom),
+    sourcePolicyFrom: optional(sourcePolicyFrom),
     policy: defaulted(policy, {} as PolicySpec),
     interval: defaulted(boundedDuration('How often the database is read again.', '10s', '24h'), '10m'),
     execution: defaulted(execution, {} as Infer<typeof execution>),
     suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
   },
-  { validations: [VERIFICATION_POLICY_RULE] },
+  { validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE] },
 );
 export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
 
@@ -495,6 +513,16 @@ export const resolution = object({
   mediaType: optional(string({ maxLength: 255, description: 'Media type of the artifact manifest.' })),
   artifactType: optional(string({ maxLength: 255, description: 'Artifact type the manifest declares.' })),
   verification: optional(verification),
+  sourcePolicy: optional(
+    object(
+      {
+        name: objectName('The source policy ConfigMap the source was checked against.'),
+        uid: uid('Its UID; another ConfigMap of that name retires plans.'),
+        digest: digest('SHA-256 of its data; an edit retires plans.'),
+      },
+      { description: 'ConfigMap and Git sources: the source policy this resolution satisfied.' },
+    ),
+  ),
   configMapName: optional(objectName('The source ConfigMap read.')),
   configMapUID: optional(
     uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),

@@ -56,7 +56,11 @@ export interface ManagerOptions {
 type Watched = k8s.KubernetesObject;
 /** Only what routing an event needs; the reconciler reads the full objects itself. */
 type WatchedSchema = Watched & {
-  spec?: { desired?: { configMap?: { name?: string } }; verificationPolicyFrom?: { name?: string } };
+  spec?: {
+    desired?: { configMap?: { name?: string } };
+    verificationPolicyFrom?: { name?: string };
+    sourcePolicyFrom?: { name?: string };
+  };
 };
 type WatchedApproval = Watched & { spec?: { schemaRef?: { name?: string } } };
 type WatchedMigrationDecision = Watched & { spec?: { migrationRef?: { name?: string } } };
@@ -285,12 +289,14 @@ export class Manager {
         // Our own snapshots and chunks are written by us; a source edit is what matters, read at once.
         if (cm.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) return;
         const ns = cm.metadata?.namespace;
-        // A verification policy replaced in the cluster is read at once too: it retires the plans under it.
+        // A verification or source policy replaced in the cluster is read at once too: it retires the plans
+        // made under it.
         const name = cm.metadata?.name;
         if (name === undefined) return;
         const names = (r: WatchedSchema) => [
           r.spec?.desired?.configMap?.name,
           r.spec?.verificationPolicyFrom?.name,
+          r.spec?.sourcePolicyFrom?.name,
         ];
         for (const s of schemas.list(ns)) {
           if (names(s).includes(name)) queue.add(keyOf(s));

@@ -16,6 +16,8 @@ export type LiveBinding = Pick<
   | 'configMapUID'
   | 'verificationPolicyUID'
   | 'verificationPolicyDigest'
+  | 'sourcePolicyUID'
+  | 'sourcePolicyDigest'
   | 'sourceDigest'
   | 'contentDigest'
   | 'coordinationDigest'
@@ -38,6 +40,8 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   configMapUID: true,
   verificationPolicyUID: true,
   verificationPolicyDigest: true,
+  sourcePolicyUID: true,
+  sourcePolicyDigest: true,
   sourceDigest: true,
   contentDigest: true,
   coordinationDigest: true,
@@ -53,13 +57,16 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
 };
 
 /**
- * Bindings only one source type has (a ConfigMap's UID, an OCI source's policy, a Git source's repository and path): absent on both sides they
- * agree. Which of them a source type must bind, the fingerprint itself refuses to leave out.
+ * Bindings only some sources have (a ConfigMap's UID, an OCI source's policy, a Git source's repository and
+ * path, a source policy): absent on both sides they agree. Which of them a source type must bind, the
+ * fingerprint itself refuses to leave out.
  */
 const BY_SOURCE_TYPE: ReadonlySet<keyof LiveBinding> = new Set([
   'configMapUID',
   'verificationPolicyUID',
   'verificationPolicyDigest',
+  'sourcePolicyUID',
+  'sourcePolicyDigest',
   'sourceDigest',
 ]);
 

@@ -46,6 +46,8 @@ export interface MigrationSpecView {
   readonly git?: GitSourceView;
   /** spec.verificationPolicyFrom.name: required with an OCI source. */
   readonly verificationPolicyName?: string;
+  /** spec.sourcePolicyFrom.name: optional with a ConfigMap or Git source. */
+  readonly sourcePolicyName?: string;
   readonly policy: {
     readonly apply: ApplyPolicy;
     readonly lockTimeoutSeconds: number;

@@ -133,6 +133,7 @@ export class MigrationReconciler {
             view.status.resolution,
             now,
             guard,
+            view.spec.sourcePolicyName,
           ))),
       approvals: gate.ok
         ? (await ptah.list<PtahMigrationApproval>('ptahmigrationapprovals', view.namespace))

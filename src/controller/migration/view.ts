@@ -59,6 +59,7 @@ export function migrationView(obj: PtahMigration): MigrationView {
       ...(spec.verificationPolicyFrom !== undefined
         ? { verificationPolicyName: spec.verificationPolicyFrom.name }
         : {}),
+      ...(spec.sourcePolicyFrom !== undefined ? { sourcePolicyName: spec.sourcePolicyFrom.name } : {}),
       policy: {
         apply: spec.policy.apply,
         lockTimeoutSeconds: Math.round(parseDuration(spec.policy.lockTimeout) / 1000),

@@ -51,6 +51,8 @@ export interface SchemaSpecView {
   readonly git?: GitSourceView;
   /** spec.verificationPolicyFrom.name: required with an OCI source. */
   readonly verificationPolicyName?: string;
+  /** spec.sourcePolicyFrom.name: optional with a ConfigMap or Git source. */
+  readonly sourcePolicyName?: string;
   readonly policy: {
     readonly apply: ApplyPolicy;
     readonly allowDestructive: boolean;

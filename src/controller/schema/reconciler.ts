@@ -443,6 +443,7 @@ export class SchemaReconciler {
       view.status.resolution,
       now,
       guard,
+      view.spec.sourcePolicyName,
     );
   }
 

@@ -35,6 +35,7 @@ export function schemaView(obj: PtahSchema): SchemaView {
       ...(spec.verificationPolicyFrom !== undefined
         ? { verificationPolicyName: spec.verificationPolicyFrom.name }
         : {}),
+      ...(spec.sourcePolicyFrom !== undefined ? { sourcePolicyName: spec.sourcePolicyFrom.name } : {}),
       policy: {
         apply: spec.policy.apply,
         allowDestructive: spec.policy.allowDestructive,

@@ -16,12 +16,17 @@
  *   follows directly (no verification policy). Another content digest, repository or path retires the plan;
  *   a commit that leaves the selected files as they were keeps it. A refused source (a submodule, an LFS
  *   pointer, an unpinned host key, a commit the server does not give) fails with Ptah's last line.
+ * - A Git source may name a source policy (source-policy.ts): a host it refuses fails before any Resolve
+ *   Job is made, and a commit whose selected files are over its size fails before the commit is recorded;
+ *   either retires the plan and plans nothing. The policy is recorded beside the commit; one replaced in
+ *   the cluster retires the plan made under the old one, and the commit is resolved again under the new.
  */
 import type { DesiredSource, Resolution } from '../../api/ptah-schema.ts';
 import type { GitJobSource } from '../jobs/git-job-source.ts';
 import { gitPinnedReference, gitRequestedReference } from './git-reference.ts';
 import { MAX_FINDING_MESSAGE, type RunnerResult } from '../../protocol/result.ts';
 import type { CollectSnapshots } from './record-resolution.ts';
+import { checkSource, samePolicy, type SourcePolicyRead } from './source-policy.ts';
 
 /** spec.desired.oci as both families' views carry it: names only, never a credential. */
 export interface OciSourceView {
@@ -102,19 +107,27 @@ export interface GitArtifactInput {
   readonly repository: string;
   readonly ref: string;
   readonly path: string;
+  /** The source policy spec.sourcePolicyFrom names, as read now; absent when it names none. */
+  readonly sourcePolicy?: SourcePolicyRead | undefined;
 }
 
 /** A source resolved by a Job: an OCI artifact, or a Git commit. */
 export type ArtifactInput = OciArtifactInput | GitArtifactInput;
 
-export function gitArtifactInput(git: GitSourceView): GitArtifactInput {
+export function gitArtifactInput(git: GitSourceView, sourcePolicy?: SourcePolicyRead): GitArtifactInput {
   return {
     kind: 'git',
     reference: gitRequestedReference(git),
     repository: git.repository,
     ref: git.ref,
     path: git.path,
+    ...(sourcePolicy !== undefined ? { sourcePolicy } : {}),
   };
+}
+
+/** The host check a Git Resolve must pass before its Job is made. */
+function gitHostVerdict(artifact: GitArtifactInput): ReturnType<typeof checkSource> {
+  return checkSource(artifact.sourcePolicy, { kind: 'gitHost', repository: artifact.repository });
 }
 
 /** The source inputs a Resolve or Verify claim binds (a read after them binds the resolution itself). */
@@ -168,7 +181,11 @@ export function resolutionInputs(res: Resolution): {
 /** Whether the recorded resolution answers the spec's reference under the policy as it is now. */
 export function artifactCurrent(res: Resolution | undefined, artifact: ArtifactInput): boolean {
   if (artifact.kind === 'git')
-    return res?.sourceType === 'Git' && res.requestedReference === artifact.reference;
+    return (
+      res?.sourceType === 'Git' &&
+      res.requestedReference === artifact.reference &&
+      samePolicy(res.sourcePolicy, artifact.sourcePolicy)
+    );
   const v = res?.verification;
   return (
     res?.sourceType === 'OCI' &&
@@ -190,8 +207,7 @@ export function artifactIdle(
   family: ArtifactFamily,
   artifact: ArtifactInput,
 ): { readonly proceed: boolean; readonly inputsChanged: boolean } {
-  // A Git source has no policy to gate on: the recorded commit answers, or the next read starts with Resolve.
-  if (artifact.kind === 'git') return { proceed: true, inputsChanged: false };
+  if (artifact.kind === 'git') return gitIdle(b, family, artifact);
   const policy = artifact.policy;
   if (!policy.ok) {
     b.cond('ArtifactVerified', 'False', policy.reason, policy.message);
@@ -217,6 +233,45 @@ export function artifactIdle(
   return { proceed: true, inputsChanged: false };
 }
 
+/**
+ * An idle pass with a Git source: the source policy gate (a host it refuses gets no Resolve Job), and
+ * whether the recorded commit was resolved under the policy as it is now. Without a source policy the
+ * recorded commit answers, or the next read starts with Resolve.
+ */
+function gitIdle(
+  b: ArtifactBuilder,
+  family: ArtifactFamily,
+  artifact: GitArtifactInput,
+): { readonly proceed: boolean; readonly inputsChanged: boolean } {
+  const verdict = gitHostVerdict(artifact);
+  if (!verdict.ok) {
+    b.cond('ArtifactResolved', 'False', verdict.reason, verdict.message);
+    family.retirePlan(verdict.message, verdict.reason);
+    family.fail('Resolve', verdict.reason, verdict.message);
+    return { proceed: false, inputsChanged: false };
+  }
+  const res = b.status.resolution;
+  if (
+    res?.sourceType === 'Git' &&
+    res.requestedReference === artifact.reference &&
+    res.sourcePolicy !== undefined &&
+    !samePolicy(res.sourcePolicy, artifact.sourcePolicy)
+  ) {
+    // Once: the commit recorded under the old policy loses it, the plan goes, and Resolve runs now under
+    // the new one (which records it again). A failed Resolve meanwhile keeps its retry delay.
+    const { sourcePolicy: old, ...unbound } = res;
+    b.status.resolution = unbound;
+    family.retirePlan(
+      verdict.policy === undefined
+        ? `the source policy ${old.name} is no longer named; plans made under it retire`
+        : `the source policy ${verdict.policy.name} was replaced; plans made under the old one retire`,
+      'SourcePolicyChanged',
+    );
+    return { proceed: true, inputsChanged: true };
+  }
+  return { proceed: true, inputsChanged: false };
+}
+
 /** Starts the pipeline: Resolve the requested reference. */
 export function startResolve(family: ArtifactFamily, artifact: ArtifactInput): void {
   family.claim('Resolve', { artifactReference: artifact.reference });
@@ -232,7 +287,11 @@ export function artifactClaimMoved(
   artifact: ArtifactInput | undefined,
 ): boolean {
   if (artifact === undefined) return true;
-  if (claim.type === 'Resolve') return claim.artifactReference !== artifact.reference;
+  if (claim.type === 'Resolve')
+    return (
+      claim.artifactReference !== artifact.reference ||
+      (artifact.kind === 'git' && !gitHostVerdict(artifact).ok)
+    );
   if (artifact.kind === 'git') return true;
   const p = artifact.policy;
   return !p.ok || claim.verificationPolicy?.uid !== p.uid || claim.verificationPolicy.digest !== p.digest;
@@ -420,10 +479,32 @@ function gitResolveResult(
     gitUnreadable(b, family, message);
     return;
   }
+  // Before the commit is recorded: the policy as it is now, on the host and on the files the commit holds.
+  const verdict = checkSource(
+    artifact.sourcePolicy,
+    { kind: 'gitHost', repository: artifact.repository },
+    {
+      kind: 'selectedSize',
+      bytes: Math.max(0, Math.floor(out.size)),
+      what: `commit ${out.commit} at ${out.path}`,
+    },
+  );
+  if (!verdict.ok) {
+    b.cond('ArtifactResolved', 'False', verdict.reason, verdict.message);
+    family.retirePlan(verdict.message, verdict.reason);
+    family.fail('Resolve', verdict.reason, verdict.message);
+    return;
+  }
   const same =
     previous?.sourceType === 'Git' &&
     previous.contentDigest === out.contentDigest &&
     previous.sourceDigest === out.sourceDigest;
+  // A policy replaced since the commit was recorded (and not yet retired by an idle pass) retires too.
+  const policyMoved =
+    previous?.sourceType === 'Git' &&
+    previous.sourcePolicy !== undefined &&
+    (previous.sourcePolicy.uid !== verdict.policy?.uid ||
+      previous.sourcePolicy.digest !== verdict.policy.digest);
   st.resolution = {
     sourceType: 'Git',
     requestedReference: artifact.reference,
@@ -436,6 +517,7 @@ function gitResolveResult(
     contentDigest: out.contentDigest,
     fileCount: Math.max(0, Math.floor(out.files)),
     size: Math.max(0, Math.floor(out.size)),
+    ...(verdict.policy !== undefined ? { sourcePolicy: verdict.policy } : {}),
     resolvedAt: same && previous.commit === out.commit ? previous.resolvedAt : b.now,
   };
   if (previous !== undefined && !same) {
@@ -447,6 +529,12 @@ function gitResolveResult(
       'Normal',
       'ArtifactChanged',
       `${artifact.ref} resolved to commit ${out.commit}, files ${out.contentDigest}`,
+    );
+  }
+  if (policyMoved) {
+    family.retirePlan(
+      `the source policy ${previous.sourcePolicy!.name} was replaced; plans made under the old one retire`,
+      'SourcePolicyChanged',
     );
   }
   b.cond(

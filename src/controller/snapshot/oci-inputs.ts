@@ -14,6 +14,7 @@ import { ARTIFACT_TYPE } from '../../sources/oci/index.ts';
 import { encodePolicyData, verificationPolicyDigest } from '../../sources/verification-policy-digest.ts';
 import { buildArtifactJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { readConfigMap } from '../runtime/kube.ts';
+import { readSourcePolicy } from './source-policy.ts';
 import {
   gitArtifactInput,
   type ArtifactInput,
@@ -93,6 +94,7 @@ export async function artifactDecideInputs(
       readonly oci?: OciSourceView;
       readonly git?: GitSourceView;
       readonly verificationPolicyName?: string;
+      readonly sourcePolicyName?: string;
     };
     readonly status: { readonly resolution?: Resolution | undefined };
   },
@@ -109,7 +111,10 @@ export async function artifactDecideInputs(
   if (git !== undefined) {
     const res = view.status.resolution;
     return {
-      artifact: gitArtifactInput(git),
+      artifact: gitArtifactInput(
+        git,
+        await readSourcePolicy(core, view.namespace, view.spec.sourcePolicyName),
+      ),
       // Resolve is a Job: what the decision reads from is what status recorded of it.
       resolution:
         res?.sourceType === 'Git'

@@ -35,7 +35,9 @@ export function recordResolution(
     previous === undefined ||
     previous.contentDigest !== resolved.contentDigest ||
     previous.configMapUID !== resolved.configMapUID ||
-    previous.configMapName !== resolved.configMapName;
+    previous.configMapName !== resolved.configMapName ||
+    previous.sourcePolicy?.uid !== resolved.sourcePolicy?.uid ||
+    previous.sourcePolicy?.digest !== resolved.sourcePolicy?.digest;
   if (differs) st.resolution = resolved;
   recordTarget(b, target);
   b.cond(

@@ -1,8 +1,9 @@
 /**
  * Resolve for a ConfigMap source, for either family: not a Job. The manager reads the source ConfigMap,
  * builds the immutable `ptah-src-<hash>` snapshot the resource owns and creates it once; an existing object
- * of that name that is not the exact snapshot is refused rather than read from. Afterwards the snapshots
- * nothing names any more are deleted.
+ * of that name that is not the exact snapshot is refused rather than read from. A source policy the resource
+ * names is checked first, the ConfigMap's name and the size of its selected keys, so a refused source
+ * writes no snapshot. Afterwards the snapshots nothing names any more are deleted.
  */
 import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -16,6 +17,7 @@ import {
   type SnapshotOwner,
 } from '../../sources/snapshot-config-map.ts';
 import { isConflict, orUndefined, readConfigMap } from '../runtime/kube.ts';
+import { checkSource, readSourcePolicy } from './source-policy.ts';
 
 export type ResolutionResult =
   | { readonly ok: true; readonly value: Resolution }
@@ -28,10 +30,14 @@ export async function resolveConfigMapSource(
   previous: Resolution | undefined,
   now: Date,
   guard: () => void,
+  sourcePolicyName?: string,
 ): Promise<ResolutionResult> {
   if (source === undefined)
     return { ok: false, reason: 'SourceUnresolved', message: 'spec.desired names no ConfigMap' };
   const namespace = owner.metadata.namespace ?? '';
+  const policy = await readSourcePolicy(core, namespace, sourcePolicyName);
+  const named = checkSource(policy, { kind: 'configMapName', name: source.name });
+  if (!named.ok) return named;
   const cm = await readConfigMap(core, namespace, source.name);
   if (cm === undefined) {
     return { ok: false, reason: 'SourceNotFound', message: `ConfigMap ${source.name} does not exist` };
@@ -47,6 +53,12 @@ export async function resolveConfigMapSource(
       message: error instanceof Error ? error.message.slice(0, 256) : 'source refused',
     };
   }
+  const sized = checkSource(policy, {
+    kind: 'selectedSize',
+    bytes: snapshot.size,
+    what: `the keys ConfigMap ${source.name} selects`,
+  });
+  if (!sized.ok) return sized;
   const existing = await readConfigMap(core, namespace, snapshot.configMap.metadata.name);
   if (existing === undefined) {
     guard();
@@ -73,6 +85,7 @@ export async function resolveConfigMapSource(
       snapshotName: snapshot.configMap.metadata.name,
       fileCount: snapshot.fileCount,
       size: snapshot.size,
+      ...(sized.policy !== undefined ? { sourcePolicy: sized.policy } : {}),
       resolvedAt:
         previous?.contentDigest === snapshot.contentDigest && previous.configMapUID === snapshot.configMapUID
           ? previous.resolvedAt

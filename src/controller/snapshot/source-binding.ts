@@ -3,8 +3,9 @@
  * ConfigMap source; the artifact digest and the verification policy's UID and digest for an OCI source
  * (tag → digest → policy UID + digest → plan fingerprint); the SHA-256 of the repository URL and path with
  * the content digest for a Git source, so another repository or path retires a plan even when the files
- * match, and a commit that leaves the selected files as they were keeps it. One function, so both families
- * bind alike.
+ * match, and a commit that leaves the selected files as they were keeps it. A ConfigMap or Git source checked
+ * against a source policy binds its UID and digest too, so an edited policy retires the plan. One function,
+ * so both families bind alike.
  */
 import type { Resolution } from '../../api/ptah-schema.ts';
 
@@ -15,6 +16,8 @@ export interface SourceBinding {
   readonly verificationPolicyUID?: string;
   readonly verificationPolicyDigest?: string;
   readonly sourceDigest?: string;
+  readonly sourcePolicyUID?: string;
+  readonly sourcePolicyDigest?: string;
 }
 
 /** The binding as it stands now, each member undefined when status does not record it (live comparison). */
@@ -28,6 +31,8 @@ export function liveSourceBinding(res: Resolution | undefined): {
     verificationPolicyUID: res?.verification?.policyUID,
     verificationPolicyDigest: res?.verification?.policyDigest,
     sourceDigest: res?.sourceDigest,
+    sourcePolicyUID: res?.sourcePolicy?.uid,
+    sourcePolicyDigest: res?.sourcePolicy?.digest,
   };
 }
 
@@ -40,7 +45,12 @@ export function sourceBinding(
     if (res.configMapUID === undefined) return { ok: false, missing: ['configMapUID'] };
     return {
       ok: true,
-      value: { sourceType: 'ConfigMap', configMapUID: res.configMapUID, contentDigest: res.contentDigest },
+      value: {
+        sourceType: 'ConfigMap',
+        configMapUID: res.configMapUID,
+        contentDigest: res.contentDigest,
+        ...sourcePolicyBinding(res),
+      },
     };
   }
   if (res.sourceType === 'OCI') {
@@ -60,8 +70,18 @@ export function sourceBinding(
     if (res.sourceDigest === undefined) return { ok: false, missing: ['sourceDigest'] };
     return {
       ok: true,
-      value: { sourceType: 'Git', contentDigest: res.contentDigest, sourceDigest: res.sourceDigest },
+      value: {
+        sourceType: 'Git',
+        contentDigest: res.contentDigest,
+        sourceDigest: res.sourceDigest,
+        ...sourcePolicyBinding(res),
+      },
     };
   }
   return { ok: false, missing: ['a supported source type'] };
+}
+
+function sourcePolicyBinding(res: Resolution): Pick<SourceBinding, 'sourcePolicyUID' | 'sourcePolicyDigest'> {
+  const p = res.sourcePolicy;
+  return p === undefined ? {} : { sourcePolicyUID: p.uid, sourcePolicyDigest: p.digest };
 }

@@ -3,10 +3,15 @@
  * OCI source the policy gate and the recorded verdict (Resolve and Verify are Jobs whose results were
  * recorded when they finished); for a ConfigMap source the snapshot the manager just resolved, or why it
  * could not. `undefined` means the family stops here: Blocked on the policy, or failed to resolve.
+ *
+ * A source policy that refuses the source, or could not be read, retires the plan as well as failing: the
+ * plan was made under a policy that no longer admits what it was made from. A policy replaced in the
+ * cluster that still admits the source retires the plan too, with the policy named.
  */
 import type { Resolution } from '../../api/ptah-schema.ts';
 import { artifactIdle, type ArtifactFamily, type ArtifactInput } from './artifact-steps.ts';
 import { recordResolution, recordTarget } from './record-resolution.ts';
+import { isSourcePolicyReason } from './source-policy.ts';
 
 export interface SourceStepInput {
   readonly coordinationDigest: string;
@@ -29,9 +34,24 @@ export function sourceStep(
     return { sourceChanged: gate.inputsChanged };
   }
   if (!input.resolution.ok) {
-    b.cond('ArtifactResolved', 'False', input.resolution.reason, input.resolution.message);
-    family.fail('Resolve', input.resolution.reason, input.resolution.message);
+    const { reason, message } = input.resolution;
+    b.cond('ArtifactResolved', 'False', reason, message);
+    if (isSourcePolicyReason(reason)) family.retirePlan(message, reason);
+    family.fail('Resolve', reason, message);
     return undefined;
+  }
+  const previous = b.status.resolution;
+  const policy = input.resolution.value.sourcePolicy;
+  if (
+    previous?.sourceType === 'ConfigMap' &&
+    (previous.sourcePolicy?.uid !== policy?.uid || previous.sourcePolicy?.digest !== policy?.digest)
+  ) {
+    family.retirePlan(
+      policy === undefined
+        ? 'the source policy was removed; plans made under it retire'
+        : `the source policy ${policy.name} was replaced; plans made under the old one retire`,
+      'SourcePolicyChanged',
+    );
   }
   return recordResolution(b, input.resolution.value, input);
 }

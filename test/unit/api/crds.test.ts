@@ -65,7 +65,10 @@ describe('CRDs', () => {
     );
     assert.deepEqual(
       spec['x-kubernetes-validations']?.map((r) => r.rule),
-      ['has(self.desired.oci) == has(self.verificationPolicyFrom)'],
+      [
+        'has(self.desired.oci) == has(self.verificationPolicyFrom)',
+        '!has(self.sourcePolicyFrom) || !has(self.desired.oci)',
+      ],
     );
     assert.equal(spec.properties!['policy']!.properties!['apply']!.default, 'OnApproval');
     assert.deepEqual(spec.properties!['policy']!.default, {});

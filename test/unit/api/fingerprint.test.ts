@@ -23,6 +23,8 @@ const binding: PlanBinding = {
   verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000003',
   verificationPolicyDigest: d('policy bytes'),
   sourceDigest: d('repository and path'),
+  sourcePolicyUID: '6f1c1d2e-0000-4000-8000-000000000004',
+  sourcePolicyDigest: d('source policy data'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
   targetIdentityDigest: d('route'),
@@ -166,6 +168,8 @@ describe('fingerprint contract stability', () => {
       verificationPolicyUID: _u,
       verificationPolicyDigest: _d,
       sourceDigest: _s,
+      sourcePolicyUID: _pu,
+      sourcePolicyDigest: _pd,
       ...configMapBinding
     } = binding;
     const small = { ...configMapBinding, managerImage: 'm', runnerImage: 'r' };

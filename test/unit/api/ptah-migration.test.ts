@@ -30,6 +30,8 @@ const binding: MigrationPlanBinding = {
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000012',
   verificationPolicyUID: '6f1c1d2e-0000-4000-8000-000000000013',
   verificationPolicyDigest: sha256Digest('policy'),
+  sourcePolicyUID: '6f1c1d2e-0000-4000-8000-000000000014',
+  sourcePolicyDigest: sha256Digest('source policy'),
   sourceDigest: sha256Digest('repository and path'),
   contentDigest: d('manifest'),
   coordinationDigest: d('realm'),
