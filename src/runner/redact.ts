@@ -6,6 +6,9 @@
  * JSON-escaped), and password-like query parameters. On top of that, any `scheme://user:pass@` in the text
  * loses its user info, whatever URL it belongs to.
  */
+import { stripUserInfo } from '../protocol/user-info.ts';
+
+export { stripUserInfo };
 
 const REDACTED = '***';
 /** Query parameters that carry a secret in libpq and MySQL connection strings. */
@@ -53,11 +56,6 @@ export function createRedactor(
       return candidates.some((s) => t.includes(s));
     },
   };
-}
-
-/** Removes the user info of any URL in the text. */
-export function stripUserInfo(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s"'<>]*@/gi, `$1${REDACTED}@`);
 }
 
 function safeSpelling(raw: string): string | undefined {

@@ -10,6 +10,7 @@ import type { AnyOperationType, OperationClaim } from '../claims/claim.ts';
 import { MAIN_CONTAINER, SNAPSHOT_CHECK_CONTAINER } from './operation-job.ts';
 import { jobPods } from '../runtime/kube.ts';
 import { FETCH_CONTAINER, GUARD_CONTAINER } from './oci-job-source.ts';
+import { stripUserInfo } from '../../protocol/user-info.ts';
 
 /** What the harvest needs of a claim, whichever family made it. */
 type Claim = Pick<OperationClaim, 'type' | 'jobName' | 'operationId' | 'jobUID'>;
@@ -33,11 +34,17 @@ export type Harvest =
   /** The snapshot-check init container refused; the failing file is named, never its content. */
   | { readonly kind: 'snapshot-refused'; readonly file?: string }
   /**
-   * An OCI source's guard or fetch init container stopped the Pod before the operation container started:
-   * which one, and the runner's error code from its termination summary (`registry_grant_mismatch`,
-   * `unreachable`, `digest_mismatch` …), never a message.
+   * A source's guard or fetch init container (OCI or Git) stopped the Pod before the operation container
+   * started: which one, the runner's error code from its termination summary (`registry_grant_mismatch`,
+   * `commit_unreachable`, `digest_mismatch` …), and the reason the runner gave, which for a Git fetch is the
+   * last line Ptah wrote (one line, bounded, without URL user info).
    */
-  | { readonly kind: 'source-refused'; readonly container: string; readonly code?: string }
+  | {
+      readonly kind: 'source-refused';
+      readonly container: string;
+      readonly code?: string;
+      readonly detail?: string;
+    }
   /** A frame that is corrupt, for another claim, or absent from a finished container. */
   | { readonly kind: 'refused'; readonly message: string }
   /** The log could not be read right now (API error); try again shortly. */
@@ -83,6 +90,23 @@ export function failingFileOf(message: string | undefined): string | undefined {
 export function errorCodeOf(message: string | undefined): string | undefined {
   const code = summaryField(message, 'errorCode');
   return code !== undefined && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : undefined;
+}
+
+/** How much of the runner's reason reaches status: the runner bounds it to 512 characters too. */
+const MAX_DETAIL_CHARS = 512;
+
+/**
+ * The reason the runner wrote into a termination summary, as one line fit for a condition message. The
+ * runner redacted it with the credentials it holds; the manager holds none, so it removes what any URL's
+ * user info would carry and every control character, and bounds the length.
+ */
+export function runnerDetailOf(message: string | undefined): string | undefined {
+  const text = summaryField(message, 'message');
+  if (text === undefined) return undefined;
+  // eslint-disable-next-line no-control-regex
+  const line = stripUserInfo(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')).trim();
+  if (line === '') return undefined;
+  return line.length > MAX_DETAIL_CHARS ? `${line.slice(0, MAX_DETAIL_CHARS - 1)}…` : line;
 }
 
 function summaryField(message: string | undefined, field: string): string | undefined {
@@ -137,7 +161,13 @@ export function harvestPod(
     const terminated = source?.state?.terminated;
     if (terminated !== undefined && terminated.exitCode !== 0 && terminated.reason !== 'OOMKilled') {
       const code = errorCodeOf(terminated.message);
-      return { kind: 'source-refused', container: name, ...(code !== undefined ? { code } : {}) };
+      const detail = runnerDetailOf(terminated.message);
+      return {
+        kind: 'source-refused',
+        container: name,
+        ...(code !== undefined ? { code } : {}),
+        ...(detail !== undefined ? { detail } : {}),
+      };
     }
   }
   const main = pod.status?.containerStatuses?.find((c) => c.name === MAIN_CONTAINER);

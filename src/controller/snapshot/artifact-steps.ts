@@ -580,10 +580,16 @@ function registryUnreadable(
   family.fail(operation, reason, message);
 }
 
-/** What status says when a source init container stopped the Pod: which one, the runner's code, nothing ran. */
+/**
+ * What status says when a source init container stopped the Pod: which one, the runner's code, that nothing
+ * ran, and why in the runner's words (for a Git fetch, the last line Ptah wrote), as a Resolve's refusal does.
+ */
 export function sourceRefusalMessage(harvest: {
   readonly container: string;
   readonly code?: string;
+  readonly detail?: string;
 }): string {
-  return `the ${harvest.container} init container stopped the Pod${harvest.code !== undefined ? ` (${harvest.code})` : ''}; nothing ran`;
+  const code = harvest.code !== undefined ? ` (${harvest.code})` : '';
+  const detail = harvest.detail !== undefined ? `: ${harvest.detail}` : '';
+  return `the ${harvest.container} init container stopped the Pod${code}; nothing ran${detail}`;
 }

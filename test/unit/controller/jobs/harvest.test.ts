@@ -5,8 +5,13 @@ import type { Claim } from '../../../../src/api/ptah-schema.ts';
 import {
   credentialUnavailable,
   harvestJob,
+  harvestPod,
   POD_LOG_LIMIT_BYTES,
 } from '../../../../src/controller/jobs/harvest.ts';
+import { FETCH_CONTAINER } from '../../../../src/controller/jobs/oci-job-source.ts';
+import { sourceRefusalMessage } from '../../../../src/controller/snapshot/artifact-steps.ts';
+import { createRedactor } from '../../../../src/runner/redact.ts';
+import { terminationSummary } from '../../../../src/runner/termination.ts';
 import { controlledBy } from '../../../../src/controller/runtime/kube.ts';
 import { encodeFrame, MAX_FRAME_PAYLOAD_BYTES } from '../../../../src/protocol/frame.ts';
 import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../../../src/protocol/result.ts';
@@ -185,6 +190,116 @@ describe('harvest: the container log is read with a byte limit', () => {
     assert.match(
       h.kind === 'refused' ? h.message : '',
       /log is longer than \d+ bytes; its result frame was not read/,
+    );
+  });
+});
+
+describe('harvest: a source init container refusal carries the runner’s reason', () => {
+  const commit = 'c'.repeat(40);
+  const password = 'hunter2-hunter2-hunter2';
+  /** The termination message the runner writes for a refused fetch-git, through its own summary and redactor. */
+  function summary(message: string): string {
+    return terminationSummary(
+      {
+        protocolVersion: RUNNER_PROTOCOL_VERSION,
+        operation: 'fetch-git',
+        operationId: claim.operationId,
+        exitCode: 3,
+        childExitCode: 3,
+        outcome: 'refused',
+        startedAt: '2026-01-01T00:00:01.000Z',
+        finishedAt: '2026-01-01T00:00:02.000Z',
+        outputs: {},
+        error: { code: 'commit_unreachable', message },
+      },
+      undefined,
+      createRedactor([], [password]),
+    );
+  }
+  function refusedPod(message: string | undefined): V1Pod {
+    return {
+      metadata: { name: 'p' },
+      status: {
+        initContainerStatuses: [
+          {
+            name: FETCH_CONTAINER,
+            image: 'i',
+            imageID: '',
+            ready: false,
+            restartCount: 0,
+            state: { terminated: { exitCode: 3, ...(message !== undefined ? { message } : {}) } },
+          },
+        ],
+        containerStatuses: [
+          { name: 'ptah', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: {} } },
+        ],
+      },
+    };
+  }
+
+  it('the last line Ptah wrote reaches the message, with the code, and nothing ran', () => {
+    const line = `ptah git: CommitUnreachable: ${commit} is no longer reachable from refs/heads/main within 4096 commits (was it force-pushed?); the next resolution reads the ref again`;
+    const h = harvestPod(refusedPod(summary(line)), undefined, claim);
+    assert.deepEqual(h, {
+      kind: 'source-refused',
+      container: FETCH_CONTAINER,
+      code: 'commit_unreachable',
+      detail: line,
+    });
+    assert.equal(
+      sourceRefusalMessage(h as Extract<typeof h, { kind: 'source-refused' }>),
+      `the ${FETCH_CONTAINER} init container stopped the Pod (commit_unreachable); nothing ran: ${line}`,
+    );
+  });
+
+  it('is one bounded line, without a credential the runner knew or any URL’s user info', () => {
+    const h = harvestPod(
+      refusedPod(
+        summary(
+          `fatal: https://ptah:${password}@git.example/x.git\nsecond\u0007line ssh://u:p@h/r ${'y'.repeat(900)}`,
+        ),
+      ),
+      undefined,
+      claim,
+    );
+    assert.equal(h.kind, 'source-refused');
+    const detail = h.kind === 'source-refused' ? h.detail! : '';
+    assert.ok(!detail.includes(password), detail);
+    assert.ok(!detail.includes('u:p@'), detail);
+    assert.match(detail, /^fatal: https:\/\/\*\*\*@git\.example\/x\.git second line ssh:\/\/\*\*\*@h\/r y+/);
+    assert.ok(detail.length <= 512, `${detail.length} characters`);
+    assert.ok(![...detail].some((c) => c.charCodeAt(0) < 0x20), 'no control character');
+    // The manager holds to this itself, whatever a container wrote.
+    const forged = harvestPod(
+      refusedPod(
+        `PTAH_RUNNER_SUMMARY_V1 ${JSON.stringify({ errorCode: 'x', message: `a https://u:pw@h/r\nb${'z'.repeat(2000)}` })}`,
+      ),
+      undefined,
+      claim,
+    );
+    const forgedDetail = forged.kind === 'source-refused' ? forged.detail! : '';
+    assert.match(forgedDetail, /^a https:\/\/\*\*\*@h\/r bz+…$/);
+    assert.equal(forgedDetail.length, 512);
+  });
+
+  it('a summary without a message (or none at all) still names the container, and the code when there is one', () => {
+    const bare = harvestPod(
+      refusedPod('PTAH_RUNNER_SUMMARY_V1 {"errorCode":"host_grant_mismatch"}'),
+      undefined,
+      claim,
+    );
+    assert.deepEqual(bare, {
+      kind: 'source-refused',
+      container: FETCH_CONTAINER,
+      code: 'host_grant_mismatch',
+    });
+    assert.deepEqual(harvestPod(refusedPod(undefined), undefined, claim), {
+      kind: 'source-refused',
+      container: FETCH_CONTAINER,
+    });
+    assert.equal(
+      sourceRefusalMessage({ container: FETCH_CONTAINER }),
+      `the ${FETCH_CONTAINER} init container stopped the Pod; nothing ran`,
     );
   });
 });

@@ -566,6 +566,29 @@ describe('migration decide: approval and apply', () => {
     assert.equal(d.status.lastRun?.outcome, 'Failed');
   });
 
+  it('a fetch init container that refused the source fails the run with its reason, and latches nothing', () => {
+    const { status, claim } = dispatched();
+    const line = `ptah git: CommitUnreachable: ${'c'.repeat(40)} is no longer reachable from refs/heads/main`;
+    const d = step(migration(status), T0 + 5000, {
+      job: { ...finished(), succeeded: false },
+      harvest: {
+        kind: 'source-refused',
+        container: 'fetch-source',
+        code: 'commit_unreachable',
+        detail: line,
+      },
+    });
+    assert.equal(claim.type, 'Apply');
+    assert.equal(d.status.phase, 'Failed');
+    assert.equal(reasonOf(d, 'ReconciliationFailed'), 'ArtifactFetchFailed');
+    assert.equal(
+      d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!.message,
+      `the fetch-source init container stopped the Pod (commit_unreachable); nothing ran: ${line}`,
+    );
+    assert.equal(d.status.unresolvedRun, undefined, 'nothing ran: no latch');
+    assert.equal(d.status.lastRun?.outcome, 'Failed');
+  });
+
   it('a clean failure records where it stopped: version, position, SQLSTATE, errno, and no text', () => {
     const { status, claim } = dispatched();
     const out: MigrationApplyOutputs = {

@@ -495,6 +495,24 @@ describe('schema lifecycle decision', () => {
     assert.match(d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!.message, /schema\.sql/);
   });
 
+  it('a source refused by the fetch init container fails the operation with the runner’s reason', () => {
+    const s = schema(decide(input(schema({}), T0)).status);
+    const line = 'ptah git: CommitUnreachable: the server no longer gives the commit';
+    const d = runClaim(s, T0, {
+      kind: 'source-refused',
+      container: 'fetch-source',
+      code: 'commit_unreachable',
+      detail: line,
+    });
+    assert.equal(d.status.phase, 'Failed');
+    const failed = d.status.conditions!.find((c) => c.type === 'ReconciliationFailed')!;
+    assert.equal(failed.reason, 'ArtifactFetchFailed');
+    assert.equal(
+      failed.message,
+      `the fetch-source init container stopped the Pod (commit_unreachable); nothing ran: ${line}`,
+    );
+  });
+
   it('suspend withdraws a read-only claim but never a dispatched Apply', () => {
     const sp = spec({ suspend: true });
     const claimed = decide(input(schema({}), T0)).status;
