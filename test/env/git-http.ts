@@ -23,12 +23,26 @@ export interface GitHttpServerOptions {
   readonly auth?: { readonly username: string; readonly password: string };
 }
 
+/** One request the server answered: what a test reads to tell a ref advertisement from a fetch. */
+export interface GitHttpRequest {
+  readonly method: string;
+  /** The path, e.g. /NAME.git/info/refs or /NAME.git/git-upload-pack. */
+  readonly path: string;
+  /** The query without its `?`, e.g. service=git-upload-pack. */
+  readonly query: string;
+  readonly status: number;
+}
+
 export interface GitHttpServer {
   /** http(s)://127.0.0.1:PORT */
   readonly baseUrl: string;
   readonly port: number;
+  /** The requests answered so far, oldest first (the last 10,000). */
+  requests(): readonly GitHttpRequest[];
   close(): Promise<void>;
 }
+
+const MAX_LOGGED_REQUESTS = 10_000;
 
 const REALM = 'ptah-test-git';
 
@@ -149,7 +163,18 @@ function serveWithHttpBackend(
 /** A small Node HTTP(S) server in front of `git http-backend`, listening on 127.0.0.1 only. */
 export async function startGitHttpServer(options: GitHttpServerOptions, port = 0): Promise<GitHttpServer> {
   const stderr = createWriteStream(options.logFile, { flags: 'a' });
+  const log: GitHttpRequest[] = [];
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = new URL(req.url ?? '/', 'http://placeholder');
+    res.once('finish', () => {
+      log.push({
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: url.search.replace(/^\?/, ''),
+        status: res.statusCode,
+      });
+      if (log.length > MAX_LOGGED_REQUESTS) log.shift();
+    });
     let remoteUser: string | undefined;
     if (options.auth) {
       remoteUser = authenticatedUser(req, options.auth);
@@ -179,6 +204,7 @@ export async function startGitHttpServer(options: GitHttpServerOptions, port = 0
   return {
     baseUrl: `${options.tls ? 'https' : 'http'}://127.0.0.1:${bound}`,
     port: bound,
+    requests: () => [...log],
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();

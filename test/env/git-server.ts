@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGitHttpServer, type GitHttpServer } from './git-http.ts';
+import { startGitHttpServer, type GitHttpRequest, type GitHttpServer } from './git-http.ts';
 import { startGitSshd, type GitSshd } from './git-sshd.ts';
 import { createCertificateAuthority, issueCertificate } from './pki.ts';
 
@@ -32,6 +32,8 @@ export interface GitServer {
   /** The directory holding the bare repositories. */
   readonly projectRoot: string;
   readonly sshdPid: number;
+  /** The HTTP(S) requests answered so far, oldest first: a fetch is a POST to NAME.git/git-upload-pack. */
+  httpRequests(): readonly GitHttpRequest[];
   createRepository(name: string): Promise<{ httpUrl: string; sshUrl: string; dir: string }>;
   stop(): Promise<void>;
 }
@@ -100,6 +102,7 @@ export async function startGitServer(options: StartGitServerOptions = {}): Promi
     ...(httpAuth ? { httpAuth } : {}),
     projectRoot,
     sshdPid: sshServer.pid,
+    httpRequests: () => httpServer.requests(),
     async createRepository(name: string) {
       const stem = name.replace(/\.git$/, '');
       if (!REPOSITORY_NAME.test(stem)) {

@@ -87,8 +87,19 @@ test('git over HTTP and over SSH with a pinned host key: pushed commits fetch ba
     await git(['commit', '--quiet', '-am', 'widen id'], viaSsh);
     const second = await git(['rev-parse', 'HEAD'], viaSsh);
     await git(['push', '--quiet', 'origin', 'main'], viaSsh);
+    const before = server.httpRequests().length;
     await git(['fetch', '--quiet', repo.httpUrl, 'main'], source);
     assert.equal(await git(['rev-parse', 'FETCH_HEAD'], source), second);
+    // The server's request log tells the advertisement from the fetch, which tests rely on (protocol v2
+    // posts twice: ls-refs, then fetch).
+    const path = new URL(repo.httpUrl).pathname;
+    const seen = server
+      .httpRequests()
+      .slice(before)
+      .map((r) => `${r.method} ${r.path}?${r.query} ${r.status}`);
+    assert.equal(seen[0], `GET ${path}/info/refs?service=git-upload-pack 200`);
+    assert.ok(seen.length >= 2, seen.join(', '));
+    for (const r of seen.slice(1)) assert.equal(r, `POST ${path}/git-upload-pack? 200`);
     assert.notEqual(first, second);
 
     // A pack larger than http.postBuffer goes as a chunked request without Content-Length.
