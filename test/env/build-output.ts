@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleIsCurrent } from '../../bin/launch.mjs';
+import { imageAccountFiles } from './image-account.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -31,14 +32,15 @@ export function builtProgram(program: Program): string {
 
 /**
  * Maps an image reference to a compiled program in the node agent's image map, as the image built from
- * deploy/images/ would run it: this Node, the bundle, and a writable HOME and TMPDIR under the Pod's work
- * directory (the image's root filesystem is read-only).
+ * deploy/images/ would run it: this Node, the bundle, a writable HOME and TMPDIR under the Pod's work
+ * directory (the image's root filesystem is read-only), and the image's account for its UID.
  */
 export function registerImage(imageMapFile: string, reference: string, program: Program): void {
   const map = JSON.parse(readFileSync(imageMapFile, 'utf8')) as { images: Record<string, unknown> };
   map.images[reference] = {
     entrypoint: [process.execPath, builtProgram(program)],
     env: { TMPDIR: '/ptah/work', HOME: '/ptah/work' },
+    files: imageAccountFiles(imageMapFile),
   };
   writeFileSync(imageMapFile, JSON.stringify(map, null, 2) + '\n');
 }

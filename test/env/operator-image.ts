@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { builtProgram } from './build-output.ts';
+import { IMAGE_ACCOUNT, imageAccountFiles } from './image-account.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -21,7 +22,9 @@ export const OPERATOR_IMAGE = {
     TMPDIR: '/ptah/work',
     PTAH_RUNNER_PTAH_BINARY: '/app/dist/ptah.mjs',
   },
-  user: '65532:65532',
+  user: `${IMAGE_ACCOUNT.uid}:${IMAGE_ACCOUNT.gid}`,
+  /** The account the image creates for that UID (an SSH client refuses to run for a UID without one). */
+  account: IMAGE_ACCOUNT,
   /** Image path -> checkout path: the bundles, the one unbundled module and its package, package.json. */
   files: {
     '/app/dist': 'dist',
@@ -56,9 +59,10 @@ export function registerOperatorImage(imageMapFile: string, repository: string, 
     workingDir: OPERATOR_IMAGE.workingDir,
     // The image's PATH finds its Node; here that is the Node running this checkout.
     env: { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...OPERATOR_IMAGE.env },
-    files: Object.fromEntries(
-      Object.entries(OPERATOR_IMAGE.files).map(([at, from]) => [at, join(ROOT, from)]),
-    ),
+    files: {
+      ...Object.fromEntries(Object.entries(OPERATOR_IMAGE.files).map(([at, from]) => [at, join(ROOT, from)])),
+      ...imageAccountFiles(imageMapFile),
+    },
   };
   writeFileSync(imageMapFile, JSON.stringify(map, null, 2) + '\n');
   return digest;

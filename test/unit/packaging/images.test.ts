@@ -98,6 +98,17 @@ describe('the images', () => {
     assert.equal(one(stage, 'WORKDIR'), OPERATOR_IMAGE.workingDir);
     assert.deepEqual(JSON.parse(one(stage, 'ENTRYPOINT') ?? '[]'), OPERATOR_IMAGE.entrypoint);
     assert.equal(one(stage, 'USER'), OPERATOR_IMAGE.user);
+    // The UID has an account (the SSH client needs one), the one the image map gives the node agent's Pods.
+    const { name, uid, gid, home } = OPERATOR_IMAGE.account;
+    const run = stage
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join(' ');
+    assert.match(run, new RegExp(`groupadd --gid ${gid} ${name}\\b`));
+    assert.match(
+      run,
+      new RegExp(`useradd --uid ${uid} --gid ${gid} --home-dir ${home} --no-create-home .*\\b${name}\\b`),
+    );
     assert.deepEqual(envOf(stage), OPERATOR_IMAGE.env);
     // The build stage gathers /out, which the image copies to /app: the same paths the image map binds.
     assert.match(one(stage, 'COPY') ?? '', /--from=build .*\/out\/ \/app\/$/);
