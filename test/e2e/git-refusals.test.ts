@@ -9,7 +9,8 @@
 // - a submodule and an LFS pointer at the selected path, each refused with Ptah's last line;
 // - SSH as the operation Pods' UID 65532 with the known hosts pinning the server's key: a schema and a
 //   migration reach InSync; a key the known hosts do not pin (another key for the host, or no line for it)
-//   is refused with Ptah's last line.
+//   is refused with Ptah's last line, and a Secret granting another host or other known-hosts bytes is
+//   refused by the runner before Ptah starts.
 // The cases are independent (their own repository, database and resource) and run concurrently.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -250,8 +251,16 @@ async function tables(url: string): Promise<unknown[]> {
   return rows.map((r) => r['table_name']);
 }
 
-/** The SSH Secret and known-hosts ConfigMap for one known_hosts text; the Secret grants exactly its bytes. */
-async function sshAccess(t: E2E, name: string, knownHosts: string): Promise<Access> {
+/**
+ * The SSH Secret and known-hosts ConfigMap for one known_hosts text; the Secret grants the server's authority
+ * and exactly those bytes unless `grants` says otherwise.
+ */
+async function sshAccess(
+  t: E2E,
+  name: string,
+  knownHosts: string,
+  grants: { host?: string; knownHostsSHA256?: string } = {},
+): Promise<Access> {
   await t.core.createNamespacedConfigMap({
     namespace: t.namespace,
     body: { metadata: { name: `${name}-known-hosts` }, data: { known_hosts: knownHosts } },
@@ -262,8 +271,8 @@ async function sshAccess(t: E2E, name: string, knownHosts: string): Promise<Acce
       metadata: { name },
       stringData: {
         'ssh-privatekey': readFileSync(server.clientKeyFile, 'utf8'),
-        host: `127.0.0.1:${server.sshPort}`,
-        knownHostsSHA256: sha256(knownHosts),
+        host: grants.host ?? `127.0.0.1:${server.sshPort}`,
+        knownHostsSHA256: grants.knownHostsSHA256 ?? sha256(knownHosts),
       },
     },
   });
@@ -442,7 +451,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     }
   });
 
-  it('SSH with pinned known hosts as UID 65532: both families reach InSync; a key the known hosts do not pin is refused', async () => {
+  it('SSH with pinned known hosts as UID 65532: both families reach InSync; a key the known hosts do not pin, and a Secret that grants another host or other known hosts, are refused', async () => {
     const t = e2e();
     const repo = await repository('over-ssh');
     migrationFiles(repo.tree, LEDGER);
@@ -455,6 +464,14 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
       `${server.knownHosts.replace(/ssh-ed25519 \S+$/, OTHER_KEY)}\n`,
     );
     const noLine = await sshAccess(t, 'git-ssh-no-line', `[example.invalid]:22 ${OTHER_KEY}\n`);
+    // The runner refuses these before Ptah starts: the credential is granted to another authority, and the
+    // known hosts mounted are not the bytes the Secret names.
+    const otherHost = await sshAccess(t, 'git-ssh-other-host', `${server.knownHosts}\n`, {
+      host: '127.0.0.1:1',
+    });
+    const otherBytes = await sshAccess(t, 'git-ssh-other-bytes', `${server.knownHosts}\n`, {
+      knownHostsSHA256: sha256(`${server.knownHosts}\n# another file\n`),
+    });
     const branch = { branch: 'main' };
     const [schemaUrl, migrationUrl] = await Promise.all([
       create(t, 'ptahschemas', 'git-ssh', gitSource(repo.sshUrl, branch, 'db', pinned), { apply: 'Always' }),
@@ -465,6 +482,12 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
         apply: 'Always',
       }),
       create(t, 'ptahschemas', 'git-ssh-no-line', gitSource(repo.sshUrl, branch, 'db', noLine), {
+        apply: 'Always',
+      }),
+      create(t, 'ptahschemas', 'git-ssh-other-host', gitSource(repo.sshUrl, branch, 'db', otherHost), {
+        apply: 'Always',
+      }),
+      create(t, 'ptahschemas', 'git-ssh-other-bytes', gitSource(repo.sshUrl, branch, 'db', otherBytes), {
         apply: 'Always',
       }),
     ]);
@@ -487,6 +510,16 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     assert.equal(
       noLineRefused.message,
       `refs/heads/main of ${repo.sshUrl} could not be resolved: ptah git: HostKeyNotPinned: the known hosts do not pin [127.0.0.1]:${server.sshPort}'s host key; add its known_hosts line to the source's credential`,
+    );
+    const otherHostRefused = await refusal('ptahschemas', 'git-ssh-other-host', 'SourceRefused');
+    assert.equal(
+      otherHostRefused.message,
+      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret grants 127.0.0.1:1, not 127.0.0.1:${server.sshPort}; the credential is not sent`,
+    );
+    const otherBytesRefused = await refusal('ptahschemas', 'git-ssh-other-bytes', 'SourceRefused');
+    assert.equal(
+      otherBytesRefused.message,
+      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret's knownHostsSHA256 does not name the bytes of the file it grants (${sha256(`${server.knownHosts}\n`)})`,
     );
   });
 });
