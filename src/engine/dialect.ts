@@ -65,6 +65,11 @@ export interface SchemaDialect {
    * undefined, or absent, defers to the core rules, which speak PostgreSQL's names.
    */
   readonly typeChangeRisk?: DialectTypeRisk;
+  /**
+   * A desired file as the server runs it in one request (a dev database loads it so): MySQL respells the
+   * mysql client's DELIMITER blocks. Absent: the file as written.
+   */
+  scriptText?(sql: string): string;
   /** A change's statements; `plan` is the whole ordered plan it is part of, for a dialect that joins changes. */
   render(change: Change, plan?: readonly Change[]): string[];
   /** Rows of each target table, or non-NULL values of each target column, in one round trip. */

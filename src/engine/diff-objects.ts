@@ -81,7 +81,8 @@ export class ObjectPlan {
     }
     for (const [k, l] of this.live) {
       const t = tableRef(l);
-      if (this.desired.has(k) && t !== undefined && retypedTables.has(t)) this.recreate.add(k);
+      if (this.desired.has(k) && t !== undefined && retypedTables.has(t) && l.survivesColumnChanges !== true)
+        this.recreate.add(k);
       // A materialized view reading a table whose column is dropped or retyped is rebuilt around it.
       if (
         this.desired.has(k) &&

@@ -316,6 +316,11 @@ export interface DefinedObject {
    */
   readonly heldBy?: readonly string[];
   /**
+   * It stays valid while its table's columns are dropped or retyped (a MySQL trigger), so it is not dropped
+   * and created around such a change: with no transactional DDL, that would leave writes without it.
+   */
+  readonly survivesColumnChanges?: boolean;
+  /**
    * A collation: how a column's or an index key's `collation` names it (the dialect's spellings), so a
    * change that would drop it under them is refused naming them.
    */

@@ -134,7 +134,7 @@ async function loadDesired(
     else {
       // DDL commits as it runs: the scratch database must start empty, and is emptied again below.
       const before = await dialect.inspect(dev);
-      const held = [...before.tables, ...before.views].map((x) => x.name);
+      const held = [...before.tables, ...before.views, ...(before.objects ?? [])].map((x) => x.name);
       if (held.length > 0)
         throw new DesiredSourceError(
           `the dev database is not empty (it holds ${held.slice(0, 5).join(', ')}${held.length > 5 ? ', …' : ''}); --dev-url must name an empty scratch database, which Ptah empties again after use`,
@@ -143,7 +143,7 @@ async function loadDesired(
     loaded = true;
     for (const f of source.files) {
       try {
-        await dev.query(f.sql);
+        await dev.query(dialect.scriptText?.(f.sql) ?? f.sql);
       } catch (error) {
         const e = error as DatabaseError;
         throw new DesiredSourceError(

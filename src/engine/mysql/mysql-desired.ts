@@ -32,6 +32,17 @@ import {
   type RawView,
   type ServerFacts,
 } from './mysql-normalize.ts';
+import {
+  createdKind,
+  inDatabase,
+  mysqlObject,
+  ObjectStatementError,
+  objectId,
+  normalisedObjectName,
+  parseObjectStatement,
+  type RawObject,
+} from './mysql-objects.ts';
+import { withDelimiters } from './mysql-delimiters.ts';
 import { declaresNotEnforced, declaresPartitions, PARTITIONS_FIX } from './mysql-partitions.ts';
 import { type AnnotatedText, elementsOf, hasAnnotation, renameAnnotations } from './mysql-annotations.ts';
 import {
@@ -52,6 +63,8 @@ export interface PendingModel {
   readonly tables: RawTable[];
   readonly views: RawView[];
   readonly rows: RowSet[];
+  /** Triggers, procedures and functions, finished with the server's type spelling. */
+  readonly objects: RawObject[];
 }
 
 type Node = Record<string, unknown>;
@@ -86,6 +99,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
   const tables = new Map<string, RawTable>();
   const views = new Map<string, RawView>();
   const rows = new Map<string, { columns?: string[]; values: (string | null)[][]; where: string }>();
+  const objects = new Map<string, { object: RawObject; where: string }>();
   // Each statement is read on its own, so one run reports every problem of the files.
   const problems: string[] = [];
   const statement = (path: string, st: { sql: string; line: number }, around: AnnotatedText): void => {
@@ -111,10 +125,33 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       tables.delete(v.name);
       return;
     }
-    if (/^create\s+(trigger|procedure|function|event)\b|^create\s+definer\b/i.test(text)) {
+    const created = createdKind(text);
+    if (created === 'EVENT')
       throw new DesiredStateError(
-        `${where}: triggers, routines and events are not managed by the schema engine; keep them in a migration`,
+        `${where}: events are not managed by the schema engine (they run on a schedule, not on a schema); keep them in a migration`,
       );
+    if (created === undefined && /^create\s+(?:or\s+replace\s+)?definer\b/i.test(text))
+      throw new DesiredStateError(
+        `${where}: CREATE DEFINER=… is read for views, triggers, procedures and functions only; declare one of those`,
+      );
+    if (created !== undefined) {
+      let o: RawObject;
+      try {
+        o = parseObjectStatement(text);
+      } catch (error) {
+        if (!(error instanceof ObjectStatementError)) throw error;
+        throw new DesiredStateError(`${where}: CREATE ${created}: ${error.message}`);
+      }
+      const id = objectId(o);
+      if (objects.has(id)) throw new DesiredStateError(`${where}: ${o.kind} ${o.name} is declared twice`);
+      objects.set(id, { object: o, where });
+      return;
+    }
+    const dropObject = /^drop\s+(trigger|procedure|function)\s+(?:if\s+exists\s+)?(.+)$/is.exec(text);
+    if (dropObject) {
+      const kind = (dropObject[1] ?? '').toLowerCase();
+      objects.delete(JSON.stringify([kind, normalisedObjectName(kind, unquoteName(dropObject[2] ?? ''))]));
+      return;
     }
     if (/^alter\s+table\b/i.test(text)) {
       alterTable(text, where, around);
@@ -199,7 +236,7 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
     let statements;
     let text: string;
     try {
-      text = binaryAttribute(unwrapVersionComments(f.sql));
+      text = withDelimiters(binaryAttribute(unwrapVersionComments(f.sql)));
       statements = splitStatements(text, 'mysql');
     } catch (error) {
       if (error instanceof StatementSplitError) throw new DesiredStateError(`${f.path}: ${error.message}`);
@@ -229,12 +266,21 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       problems.push(error.message);
     }
   }
+  for (const { object: o, where } of objects.values()) {
+    if (o.kind === 'trigger' && !tables.has(o.table))
+      problems.push(`${where}: trigger ${o.name} is on ${o.table}, which no statement creates as a table`);
+  }
   if (problems.length === 1) throw new DesiredStateError(problems[0] ?? '');
   if (problems.length > 1)
     throw new DesiredStateError(
       `${problems.length} problems in the desired state:\n  ${problems.join('\n  ')}`,
     );
-  return { tables: [...tables.values()], views: [...views.values()], rows: rowSets };
+  return {
+    tables: [...tables.values()],
+    views: [...views.values()],
+    rows: rowSets,
+    objects: [...objects.values()].map((o) => o.object),
+  };
 
   function rowSetOf(
     name: string,
@@ -905,6 +951,9 @@ export function resolveWith(desired: DesiredModel, f: ServerFacts): SchemaModel 
     tables,
     views,
     rows: desired.rows.map((r) => ({ ...r, schema: f.database })),
+    objects: pending
+      ? pending.objects.map((o) => mysqlObject(o, f.database, f.mariadb))
+      : (desired.objects ?? []).map((o) => inDatabase(o, f.database)),
     unmanaged: desired.unmanaged,
   };
 }

@@ -13,6 +13,7 @@ import {
 } from './mysql-inspector.ts';
 import { mysqlTableWork } from './mysql-online.ts';
 import { mysqlTypeRisk } from './mysql-type-risk.ts';
+import { withDelimiters } from './mysql-delimiters.ts';
 import { partitionRefusals } from './mysql-partitions.ts';
 import { renderMysql } from './mysql-renderer.ts';
 
@@ -36,6 +37,7 @@ export const mysqlDialect: SchemaDialect = {
   render: renderMysql,
   tableWork: mysqlTableWork,
   typeChangeRisk: mysqlTypeRisk,
+  scriptText: withDelimiters,
   checkChanges: partitionRefusals,
   countData,
   // A MySQL schema is the connected database: unqualified names can mean nothing else.

@@ -6,6 +6,7 @@ import type { DatabaseServer, RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
+import { mysqlObject, type RawObject } from './mysql-objects.ts';
 import { DesiredStateError } from '../pg/pg-desired.ts';
 import {
   columnsOfTables,
@@ -26,8 +27,8 @@ type Row = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
 const s = (v: unknown): string => str(v) ?? '';
 
-/** facts, collations, tables, columns, indexes, foreign keys, checks, views, unmanaged objects. */
-export const CATALOG_QUERY_COUNT = 9;
+/** facts, collations, tables, columns, indexes, foreign keys, checks, views, triggers, routines, parameters, events. */
+export const CATALOG_QUERY_COUNT = 12;
 
 /**
  * MariaDB answers VERSION() with its name in it (`10.11.6-MariaDB-0+deb12u1`); MySQL with the release alone
@@ -121,14 +122,27 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
             ${f.mariadb ? 'ALGORITHM' : 'NULL'} AS alg
      FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME`,
   );
-  const others = (
-    await session.query(
-      `SELECT 'trigger' AS kind, TRIGGER_NAME AS name FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?
-       UNION ALL SELECT LOWER(ROUTINE_TYPE), ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ?
-       UNION ALL SELECT 'event', EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?`,
-      [f.database, f.database, f.database],
-    )
-  ).rows;
+  const triggers = await q(
+    `SELECT TRIGGER_NAME AS name, ACTION_TIMING AS timing, EVENT_MANIPULATION AS event,
+            EVENT_OBJECT_TABLE AS t, ACTION_STATEMENT AS body
+     FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? ORDER BY TRIGGER_NAME`,
+  );
+  const routines = await q(
+    `SELECT ROUTINE_TYPE AS type, ROUTINE_NAME AS name, DTD_IDENTIFIER AS returns, IS_DETERMINISTIC AS det,
+            SQL_DATA_ACCESS AS access, SECURITY_TYPE AS sec, ROUTINE_COMMENT AS comment,
+            ROUTINE_DEFINITION AS body
+     FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_TYPE, ROUTINE_NAME`,
+  );
+  const parameters = await q(
+    `SELECT ROUTINE_TYPE AS type, SPECIFIC_NAME AS routine, PARAMETER_MODE AS mode, PARAMETER_NAME AS name,
+            DTD_IDENTIFIER AS dtd
+     FROM information_schema.PARAMETERS WHERE SPECIFIC_SCHEMA = ? AND ORDINAL_POSITION > 0
+     ORDER BY ROUTINE_TYPE, SPECIFIC_NAME, ORDINAL_POSITION`,
+  );
+  const events = await q(
+    'SELECT EVENT_NAME AS name FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ? ORDER BY EVENT_NAME',
+  );
+  const raws = liveObjects(triggers, routines, parameters);
 
   const byTable = <T>(rows: Row[], map: (r: Row) => T) => {
     const m = new Map<string, T[]>();
@@ -164,12 +178,10 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
     out.push(normaliseTable(raw, f));
   }
   const readable = columnsOfTables(out);
-  const unmanaged: Unmanaged[] = others.map((r) => ({
-    kind: 'Unmanaged',
-    objectKind: s(r['kind']),
-    schema: f.database,
-    name: s(r['name']),
-  }));
+  const unmanaged: Unmanaged[] = [
+    ...events.map((r) => ({ kind: 'event', name: s(r['name']) })),
+    ...raws.unreadable,
+  ].map((u) => ({ kind: 'Unmanaged', objectKind: u.kind, schema: f.database, name: u.name }));
   return {
     defaultSchema: f.database,
     schemas: [],
@@ -191,8 +203,57 @@ export async function inspectMysql(session: Session): Promise<SchemaModel> {
       ),
     ),
     rows: [],
+    objects: raws.objects.map((o) => mysqlObject(o, f.database, f.mariadb)),
     unmanaged,
   };
+}
+
+/**
+ * The catalog's triggers and routines in the raw shape a desired file is read into. A routine whose body the
+ * account may not read (MySQL shows it to its definer or to SHOW_ROUTINE only) cannot be compared: it is
+ * listed unmanaged, never dropped or replaced.
+ */
+function liveObjects(
+  triggers: Row[],
+  routines: Row[],
+  parameters: Row[],
+): { objects: RawObject[]; unreadable: { kind: string; name: string }[] } {
+  const objects: RawObject[] = triggers.map((r) => ({
+    kind: 'trigger',
+    name: s(r['name']),
+    timing: s(r['timing']).toUpperCase(),
+    event: s(r['event']).toUpperCase(),
+    table: s(r['t']),
+    body: s(r['body']).replace(/\r\n/g, '\n').trim(),
+  }));
+  const unreadable: { kind: string; name: string }[] = [];
+  for (const r of routines) {
+    const kind = s(r['type']).toLowerCase() === 'function' ? 'function' : 'procedure';
+    const body = str(r['body']);
+    if (body === undefined) {
+      unreadable.push({ kind, name: s(r['name']) });
+      continue;
+    }
+    const params = parameters
+      .filter((p) => s(p['type']).toLowerCase() === kind && s(p['routine']) === s(r['name']))
+      .map((p) => ({
+        mode: (s(p['mode']).toUpperCase() || 'IN') as 'IN' | 'OUT' | 'INOUT',
+        name: s(p['name']),
+        type: s(p['dtd']),
+      }));
+    objects.push({
+      kind,
+      name: s(r['name']),
+      parameters: params,
+      ...(kind === 'function' ? { returns: s(r['returns']) } : {}),
+      deterministic: s(r['det']).toUpperCase() === 'YES',
+      dataAccess: s(r['access']).toUpperCase(),
+      security: s(r['sec']).toUpperCase(),
+      comment: s(r['comment']),
+      body: body.replace(/\r\n/g, '\n').trim(),
+    });
+  }
+  return { objects, unreadable };
 }
 
 function rowFormatOf(createOptions: string): { rowFormat?: string } {

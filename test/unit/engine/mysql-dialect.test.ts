@@ -24,7 +24,7 @@ import type { Column, SchemaModel } from '../../../src/engine/model.ts';
 
 type Row = Record<string, string | null>;
 
-/** A session answering the inspector's nine queries with fixed catalog rows, matched by the table read. */
+/** A session answering the inspector's twelve queries with fixed catalog rows, matched by the table read. */
 function catalog(rows: Readonly<Record<string, Row[]>>): Session {
   let n = 0;
   return {
@@ -160,6 +160,26 @@ const MYSQL84_ROWS: Record<string, Row[]> = {
     // MySQL 8 wraps the clause in parentheses and backquotes names.
     { t: 'item', name: 'ck_price', clause: '(`price` >= 0)' },
   ],
+  // MySQL 8 drops integer display widths in DTD_IDENTIFIER as in COLUMN_TYPE, and stores a body as sent.
+  'information_schema.TRIGGERS': [
+    { name: 'item_touch', timing: 'BEFORE', event: 'UPDATE', t: 'item', body: 'SET NEW.flag = TRUE' },
+  ],
+  'information_schema.ROUTINES': [
+    {
+      type: 'FUNCTION',
+      name: 'label',
+      returns: 'varchar(30)',
+      det: 'YES',
+      access: 'CONTAINS SQL',
+      sec: 'DEFINER',
+      comment: '',
+      body: 'RETURN CONCAT(p_name, n)',
+    },
+  ],
+  'information_schema.PARAMETERS': [
+    { type: 'FUNCTION', routine: 'label', mode: 'IN', name: 'p_name', dtd: 'varchar(20)' },
+    { type: 'FUNCTION', routine: 'label', mode: 'IN', name: 'n', dtd: 'int' },
+  ],
 };
 
 const DESIRED = `CREATE TABLE item (
@@ -177,13 +197,20 @@ const DESIRED = `CREATE TABLE item (
   KEY ix_lower ((lower(name))),
   KEY ix_name (name(10) DESC) INVISIBLE,
   CONSTRAINT ck_price CHECK (price >= 0)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;`;
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
+CREATE TRIGGER item_touch BEFORE UPDATE ON item FOR EACH ROW SET NEW.flag = TRUE;
+CREATE FUNCTION label(p_name VARCHAR(20), n INTEGER(11)) RETURNS VARCHAR(30) CHARSET utf8mb4 DETERMINISTIC
+RETURN CONCAT(p_name, n);`;
 
 describe('MySQL 8.4 catalog spellings', () => {
   it('inspects in a fixed number of queries and meets the desired SQL', async () => {
     const session = catalog(MYSQL84_ROWS);
     const live = await inspectMysql(session);
-    assert.equal(session.roundTrips, 9);
+    assert.equal(session.roundTrips, 12);
+    assert.deepEqual(
+      (live.objects ?? []).map((o) => `${o.objectType} ${o.name}`),
+      ['trigger item_touch', 'function label'],
+    );
     const desired = resolveWith(await loadDesiredMysql([{ path: 'd.sql', sql: DESIRED }]), MYSQL84);
     const changes = diffModels({ from: live, to: desired, liveRows: [] });
     assert.deepEqual(
