@@ -5,7 +5,7 @@
 //   recorded commit with the last line Ptah wrote, nothing runs, and the next Resolve reads the new tip;
 // - a PtahSchema pinned to a commit no ref names, on a server without uploadpack.allowAnySHA1InWant: refused
 //   before anything is fetched (no upload-pack request reaches the server), accepted once the server says it
-//   gives any commit by id;
+//   gives any commit by id; one pinned to a branch tip is accepted, and a push on top refuses its next Resolve;
 // - a submodule and an LFS pointer at the selected path, each refused with Ptah's last line;
 // - SSH as the operation Pods' UID 65532 with the known hosts pinning the server's key: a schema and a
 //   migration reach InSync; a key the known hosts do not pin (another key for the host, or no line for it)
@@ -400,6 +400,39 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
       server.httpRequests().some((r) => r.path === '/pinned.git/git-upload-pack' && r.status === 200),
       'fetched by its id',
     );
+  });
+
+  it('PtahSchema: a commit at a branch tip is accepted; a push on top refuses the next Resolve, and what was applied stays', async () => {
+    const t = e2e();
+    const name = 'git-pinned-tip';
+    const repo = await repository('pinned-tip');
+    const pinned = await repo.commit({ 'db/schema.sql': ORDERS }, 'orders');
+    await repo.push('main');
+    const url = await create(
+      t,
+      'ptahschemas',
+      name,
+      gitSource(repo.httpUrl, { commit: pinned }, 'db', { https: true }),
+      { apply: 'Always' },
+    );
+    const synced = await inSyncAt('ptahschemas', name, pinned);
+    assert.equal(
+      condition(synced, 'ArtifactResolved')?.message,
+      `${pinned} of ${repo.httpUrl} resolved to commit ${pinned}`,
+    );
+    assert.deepEqual(await tables(url), ['orders']);
+
+    // An ordinary push on top: no branch or tag points at the commit any more, and the server does not say
+    // it gives any commit by id.
+    await repo.commit({ 'README.md': 'on top\n' }, 'on top');
+    await repo.push('main');
+    await requestRead('ptahschemas', name);
+    const refused = await refusal('ptahschemas', name, 'SourceRefused');
+    assert.equal(
+      refused.message,
+      `${pinned} of ${repo.httpUrl} could not be resolved: ptah git: CommitNotAdvertised: no branch or tag of ${repo.httpUrl} points at ${pinned}, and the server gives commits only at a branch or tag (uploadpack.allowReachableSHA1InWant is off); name a tag instead`,
+    );
+    assert.deepEqual(await tables(url), ['orders'], 'the resource keeps what it applied');
   });
 
   it('PtahSchema: a submodule and an LFS pointer at the selected path are each refused with Ptah’s last line', async () => {
