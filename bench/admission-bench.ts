@@ -3,6 +3,8 @@
 // sends them: vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
 // and compared) and its snapshot (the source read and rebuilt), vpodintent judging the Job controller's Pod
 // (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
+// The rebuilds read what the manager's watches hold, as in the manager process; PTAH_BENCH_READS=live sends
+// every read to the API server instead (the webhooks before they read the watches), for comparison.
 //
 //   npm run bench -- admission        (PTAH_BENCH_REQUESTS per webhook, default 2000)
 import { readFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { request as httpsRequest, Agent } from 'node:https';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as k8s from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { startAdmissionServer } from '../src/admission/server.ts';
 import { controllerWebhooks, WEBHOOK_PATHS } from '../src/admission/webhooks.ts';
 import { crdClientModels } from '../src/api/crd-client-model.ts';
@@ -23,6 +26,7 @@ import type { ManagerIdentity } from '../src/controller/jobs/operation-job.ts';
 import { PtahObjects } from '../src/controller/runtime/kube.ts';
 import { schemaJob } from '../src/controller/schema/schema-job.ts';
 import { schemaView } from '../src/controller/schema/view.ts';
+import { ManagerWatches, NO_CACHE } from '../src/controller/watches.ts';
 import { buildSourceSnapshot } from '../src/sources/snapshot-config-map.ts';
 import { startControlPlane } from '../test/env/controlplane.ts';
 import { eventually } from '../test/env/eventually.ts';
@@ -31,6 +35,7 @@ import { createCertificateAuthority, issueCertificate } from '../test/env/pki.ts
 const REQUESTS = Number(process.env['PTAH_BENCH_REQUESTS'] ?? 2000);
 const CONCURRENCY = 50;
 const TARGET_P99_MS = 25;
+const READS = process.env['PTAH_BENCH_READS'] === 'live' ? 'live' : 'cached';
 const d = (s: string) => sha256Digest(s);
 
 const builtBy: ManagerIdentity = {
@@ -134,7 +139,21 @@ try {
     60_000,
   );
 
-  const sources = controllerWriteSources(admin, builtBy, cp.identities.manager);
+  // The manager's watches, as its process keeps them (here they wake no queue: nothing reconciles).
+  const watches = new ManagerWatches(admin, pino({ level: 'silent' }));
+  const stopWatches = new AbortController();
+  if (READS === 'cached') {
+    watches.start(stopWatches.signal, () => undefined);
+    await eventually('the manager watches list', async () =>
+      (['ptahschemas', 'jobs', 'configmaps'] as const).every((w) => watches.synced(w)) ? true : undefined,
+    );
+  }
+  const sources = controllerWriteSources(
+    admin,
+    builtBy,
+    cp.identities.manager,
+    READS === 'cached' ? watches : NO_CACHE,
+  );
   const dir = join(cp.dir, 'webhook');
   const ca = createCertificateAuthority(dir, 'webhook-ca', 'ptah-webhook-ca');
   const serving = issueCertificate(dir, ca, {
@@ -224,7 +243,7 @@ try {
     });
 
   console.log(
-    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms`,
+    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms, reads ${READS === 'cached' ? "from the manager's watches" : 'from the API server'}`,
   );
   console.log(
     `${'webhook'.padEnd(30)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'max ms'.padStart(8)} ${'req/s'.padStart(8)} ${'p99/target'.padStart(11)}`,
@@ -258,6 +277,8 @@ try {
   }
   agent.destroy();
   await server.close();
+  stopWatches.abort();
+  await watches.stop();
   if (missed > 0) console.log(`${missed} webhook(s) above the p99 target`);
 } finally {
   await cp.stop();

@@ -14,6 +14,7 @@ import { API_GROUP, LABELS, MANAGED_BY } from '../api/meta.ts';
 import { JOB_ANNOTATIONS, JOB_FAMILIES, MAIN_CONTAINER } from '../api/job-envelope.ts';
 import { SNAPSHOT_COMPONENT, SNAPSHOT_NAME_PREFIX } from '../sources/snapshot-config-map.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
+import { cachedThenLive, type Reads } from './reads.ts';
 import { allowed, denied, errored, type AdmissionHandler, type AdmissionRequest } from './review.ts';
 
 export const CONTROLLER_WRITE_RULE = 'vcontrollerwrite';
@@ -43,8 +44,9 @@ export interface JobToRebuild {
 export interface ControllerWriteSources {
   /** The manager's username (its ServiceAccount): the only writer of these objects. */
   readonly managerUsername: string;
-  rebuildJob(owner: OwningResource, job: JobToRebuild): Promise<Rebuilt>;
-  rebuildSnapshot(owner: OwningResource, snapshotName: string): Promise<Rebuilt>;
+  /** Rebuilds from the manager's caches or from the API server (see reads.ts). */
+  rebuildJob(owner: OwningResource, job: JobToRebuild, reads: Reads): Promise<Rebuilt>;
+  rebuildSnapshot(owner: OwningResource, snapshotName: string, reads: Reads): Promise<Rebuilt>;
 }
 
 type WrittenKind = 'Job' | 'ConfigMap';
@@ -86,22 +88,28 @@ export function validateControllerWrite(sources: ControllerWriteSources): Admiss
         `${CONTROLLER_WRITE_RULE}: ${what} names no PtahSchema or PtahMigration as its controller owner`,
       );
     }
-    const rebuilt = await CREATES[kind](sources, owner, object);
-    if (!rebuilt.ok) return denied(`${CONTROLLER_WRITE_RULE}: ${what} cannot be rebuilt: ${rebuilt.reason}`);
-    const differences = objectDifferences(rebuilt.object, object, SERVER_FILLED[kind]);
-    if (differences.length > 0) {
-      return denied(
-        `${CONTROLLER_WRITE_RULE}: ${what} is not the object ${owner.kind} ${owner.name} rebuilds: ${differences.join('; ')}`,
-      );
-    }
-    return allowed();
+    return cachedThenLive(async (reads) => {
+      const rebuilt = await CREATES[kind](sources, owner, object, reads);
+      if (!rebuilt.ok)
+        return denied(`${CONTROLLER_WRITE_RULE}: ${what} cannot be rebuilt: ${rebuilt.reason}`);
+      const differences = objectDifferences(rebuilt.object, object, SERVER_FILLED[kind]);
+      if (differences.length > 0) {
+        return denied(
+          `${CONTROLLER_WRITE_RULE}: ${what} is not the object ${owner.kind} ${owner.name} rebuilds: ${differences.join('; ')}`,
+        );
+      }
+      return allowed();
+    });
   };
 }
 
 const CREATES: Readonly<
-  Record<WrittenKind, (s: ControllerWriteSources, o: OwningResource, w: Written) => Promise<Rebuilt>>
+  Record<
+    WrittenKind,
+    (s: ControllerWriteSources, o: OwningResource, w: Written, reads: Reads) => Promise<Rebuilt>
+  >
 > = {
-  Job: (sources, owner, job) => {
+  Job: (sources, owner, job, reads) => {
     const annotations = job.metadata?.annotations ?? {};
     const identity = Object.fromEntries(
       [
@@ -111,13 +119,17 @@ const CREATES: Readonly<
       ].flatMap((k) => (annotations[k] !== undefined ? [[k, annotations[k]]] : [])),
     );
     const notAfter = mainEnv(job, 'PTAH_EXECUTION_NOT_AFTER');
-    return sources.rebuildJob(owner, {
-      name: job.metadata?.name ?? '',
-      identity,
-      ...(notAfter !== undefined ? { executionNotAfter: notAfter } : {}),
-    });
+    return sources.rebuildJob(
+      owner,
+      {
+        name: job.metadata?.name ?? '',
+        identity,
+        ...(notAfter !== undefined ? { executionNotAfter: notAfter } : {}),
+      },
+      reads,
+    );
   },
-  ConfigMap: (sources, owner, cm) => sources.rebuildSnapshot(owner, cm.metadata?.name ?? ''),
+  ConfigMap: (sources, owner, cm, reads) => sources.rebuildSnapshot(owner, cm.metadata?.name ?? '', reads),
 };
 
 /**

@@ -10,6 +10,7 @@ import { canonicalJson, type CanonicalValue } from '../api/canonical-json.ts';
 import { LABELS, MANAGED_BY } from '../api/meta.ts';
 import { JOB_FAMILIES } from '../api/job-envelope.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
+import { cachedThenLive, type Reads } from './reads.ts';
 import { allowed, denied, errored, type AdmissionHandler } from './review.ts';
 
 export const POD_INTENT_RULE = 'vpodintent';
@@ -21,8 +22,11 @@ export const JOB_CONTROLLER_USERNAMES: readonly string[] = [
 ];
 
 export interface PodIntentSources {
-  /** The Job as stored (its template defaulted by the API server), or undefined when there is none. */
-  readJob(namespace: string, name: string): Promise<unknown>;
+  /**
+   * The Job as stored (its template defaulted by the API server), or undefined when there is none; from the
+   * manager's caches or from the API server (see reads.ts).
+   */
+  readJob(namespace: string, name: string, reads: Reads): Promise<unknown>;
   readonly jobControllerUsernames?: readonly string[];
 }
 
@@ -93,36 +97,39 @@ export function validatePodIntent(sources: PodIntentSources): AdmissionHandler {
     if (ref?.kind !== 'Job' || ref.apiVersion !== 'batch/v1' || ref.name === undefined) {
       return denied(`${POD_INTENT_RULE}: operation Pod ${name} has no Job as its controller owner`);
     }
-    const job = (await sources.readJob(request.namespace ?? '', ref.name)) as Obj | undefined;
-    if (job === undefined || job.metadata?.uid !== ref.uid) {
-      return denied(
-        `${POD_INTENT_RULE}: operation Pod ${name} names Job ${ref.name} with UID ${ref.uid ?? ''}, which does not exist`,
-      );
-    }
-    const labels = job.metadata?.labels ?? {};
-    const families = Object.values(JOB_FAMILIES);
-    if (
-      labels[LABELS.managedBy] !== MANAGED_BY ||
-      !families.some((f) => labels[LABELS.component] === f.component)
-    ) {
-      return denied(`${POD_INTENT_RULE}: Job ${ref.name} is not an operation Job of the manager`);
-    }
-    const template =
-      ((job['spec'] ?? {}) as { template?: { metadata?: Meta; spec?: unknown } }).template ?? {};
-    const expected = {
-      metadata: {
-        labels: template.metadata?.labels ?? {},
-        annotations: template.metadata?.annotations ?? {},
-      },
-      spec: template.spec ?? {},
-    };
-    const differences = objectDifferences(expected, intent(pod), POD_SERVER_FILLED);
-    if (differences.length > 0) {
-      return denied(
-        `${POD_INTENT_RULE}: operation Pod ${name} is not the template of Job ${ref.name}: ${differences.join('; ')}`,
-      );
-    }
-    return allowed();
+    const jobName = ref.name;
+    return cachedThenLive(async (reads) => {
+      const job = (await sources.readJob(request.namespace ?? '', jobName, reads)) as Obj | undefined;
+      if (job === undefined || job.metadata?.uid !== ref.uid) {
+        return denied(
+          `${POD_INTENT_RULE}: operation Pod ${name} names Job ${ref.name} with UID ${ref.uid ?? ''}, which does not exist`,
+        );
+      }
+      const labels = job.metadata?.labels ?? {};
+      const families = Object.values(JOB_FAMILIES);
+      if (
+        labels[LABELS.managedBy] !== MANAGED_BY ||
+        !families.some((f) => labels[LABELS.component] === f.component)
+      ) {
+        return denied(`${POD_INTENT_RULE}: Job ${ref.name} is not an operation Job of the manager`);
+      }
+      const template =
+        ((job['spec'] ?? {}) as { template?: { metadata?: Meta; spec?: unknown } }).template ?? {};
+      const expected = {
+        metadata: {
+          labels: template.metadata?.labels ?? {},
+          annotations: template.metadata?.annotations ?? {},
+        },
+        spec: template.spec ?? {},
+      };
+      const differences = objectDifferences(expected, intent(pod), POD_SERVER_FILLED);
+      if (differences.length > 0) {
+        return denied(
+          `${POD_INTENT_RULE}: operation Pod ${name} is not the template of Job ${ref.name}: ${differences.join('; ')}`,
+        );
+      }
+      return allowed();
+    });
   };
 }
 

@@ -86,7 +86,14 @@ try {
   if (env['PTAH_WEBHOOK_CERT_FILE'] && env['PTAH_WEBHOOK_KEY_FILE']) {
     const files = { certFile: env['PTAH_WEBHOOK_CERT_FILE'], keyFile: env['PTAH_WEBHOOK_KEY_FILE'] };
     // The only writer vcontrollerwrite admits is this process's own identity, asked of the API server.
-    const controller = controllerWriteSources(kubeConfig, managerIdentity, await managerUsername(kubeConfig));
+    // Their rebuilds read the manager's watches first, which start with manager.start below: until each
+    // has listed, its reads go to the API server.
+    const controller = controllerWriteSources(
+      kubeConfig,
+      managerIdentity,
+      await managerUsername(kubeConfig),
+      manager.watches,
+    );
     webhooks = await startAdmissionServer({
       cert: readFileSync(files.certFile),
       key: readFileSync(files.keyFile),

@@ -7,6 +7,8 @@
 // builds, the snapshot its source makes) is admitted, and a Job with one thing changed is refused naming
 // it. Then each webhook is broken on purpose (its registration dropped, its match narrowed to nothing, its
 // handler admitting everything, another manager named) and the rows that depend on it must fail.
+// The rebuilds read the manager's watches first, run here as the manager's identity under the release's
+// RBAC; a cache that lags the manager's claim must not refuse the Job that claim builds.
 // Requests are server-side dry runs, except the one Job made for real so its Pod and update rows exist.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import * as k8s from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { startAdmissionServer, type AdmissionServer } from '../../src/admission/server.ts';
 import { allowed, type AdmissionHandler } from '../../src/admission/review.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
@@ -31,6 +34,7 @@ import type { ManagerIdentity } from '../../src/controller/jobs/operation-job.ts
 import { PtahObjects } from '../../src/controller/runtime/kube.ts';
 import { schemaJob } from '../../src/controller/schema/schema-job.ts';
 import { schemaView } from '../../src/controller/schema/view.ts';
+import { ManagerWatches, type CacheLookup } from '../../src/controller/watches.ts';
 import { buildSourceSnapshot } from '../../src/sources/snapshot-config-map.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';
@@ -90,8 +94,11 @@ const through =
   (request) =>
     (sabotaged.get(path) ?? handlers[path]!)(request);
 
-function installHandlers(managerUsername: string): void {
-  const sources = controllerWriteSources(as.manager.kc, builtBy, managerUsername);
+let watches: ManagerWatches;
+const stopWatches = new AbortController();
+
+function installHandlers(managerUsername: string, caches: CacheLookup = watches): void {
+  const sources = controllerWriteSources(as.manager.kc, builtBy, managerUsername, caches);
   handlers = controllerWebhooks(sources.writes, sources.pods);
 }
 
@@ -99,6 +106,8 @@ function installHandlers(managerUsername: string): void {
 
 const SOURCE_SQL = 'CREATE TABLE orders (id bigint);\n';
 let schema: PtahSchema;
+/** The resource as it was before its claim was written: what a cache that lags the claim holds. */
+let unclaimed: PtahSchema;
 let claim: Claim;
 let job: k8s.V1Job;
 let snapshot: ConfigMapObject;
@@ -124,6 +133,7 @@ async function createObjects(): Promise<void> {
       },
     },
   })) as PtahSchema;
+  unclaimed = schema;
   const source = (await as.manager.core.readNamespacedConfigMap({
     namespace,
     name: 'orders-schema',
@@ -628,6 +638,9 @@ before(async () => {
     },
   });
 
+  // The manager's watches, as its process keeps them, with the manager's own credentials and RBAC.
+  watches = new ManagerWatches(as.manager.kc, pino({ level: 'silent' }));
+  watches.start(stopWatches.signal, () => undefined);
   await createObjects();
 
   // The webhook server, as the manager process runs it, registered as the chart registers it.
@@ -684,6 +697,8 @@ before(async () => {
 });
 
 after(async () => {
+  stopWatches.abort();
+  await watches?.stop();
   await server?.close();
   await cp?.stop();
 });
@@ -710,6 +725,41 @@ describe('vcontrollerwrite and vpodintent on the real API server', () => {
           `${webhook} refuses ${who}`,
         );
       }
+    }
+  });
+
+  it('decide again from the API server what a lagging cache would refuse: the manager’s fresh Job is admitted, every refusal stands', async () => {
+    await eventually('the manager watches listed', async () =>
+      (['ptahschemas', 'jobs', 'configmaps'] as const).every((w) => watches.synced(w)) ? true : undefined,
+    );
+    // The moment after the manager wrote its claim: the cache still holds the resource without it, and no Job.
+    const lagging: CacheLookup = {
+      find: (kind, ns, name) => ({
+        object:
+          kind === 'ptahschemas' && ns === namespace && name === 'orders'
+            ? (unclaimed as unknown as k8s.KubernetesObject)
+            : undefined,
+      }),
+    };
+    const fromCache = await controllerWriteSources(
+      as.manager.kc,
+      builtBy,
+      cp.identities.manager,
+      lagging,
+    ).writes.rebuildJob(
+      { kind: 'PtahSchema', namespace, name: 'orders', uid: schema.metadata.uid! },
+      { name: job.metadata!.name!, identity: {} },
+      'cached',
+    );
+    assert.deepEqual(fromCache, {
+      ok: false,
+      reason: `PtahSchema orders claims no operation whose Job is ${job.metadata!.name}`,
+    });
+    installHandlers(cp.identities.manager, lagging);
+    try {
+      assert.deepEqual(await failing(rows()), []);
+    } finally {
+      installHandlers(cp.identities.manager);
     }
   });
 

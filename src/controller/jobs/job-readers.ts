@@ -2,12 +2,15 @@
  * What building a family's Job reads, for the reconcilers that dispatch it and the controller-write webhook
  * that rebuilds it: the verification policy ConfigMap (Verify) and the plan an Apply claim names.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
-import type { PtahObjects } from '../runtime/kube.ts';
+import type { ConfigMapReader, PtahObjects } from '../runtime/kube.ts';
 
+/**
+ * Only the reads a build makes: the reconcilers hand their API server clients, the webhooks readers that
+ * answer from the manager's caches first (src/controller/admission-reads.ts).
+ */
 export interface JobReaders {
-  readonly core: CoreV1Api;
-  readonly ptah: PtahObjects;
+  readonly core: ConfigMapReader;
+  readonly ptah: Pick<PtahObjects, 'get'>;
 }
 
 /** The plan an Apply claim names, by name and UID: a plan gone or replaced under that name builds no Job. */

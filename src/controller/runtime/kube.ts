@@ -140,8 +140,11 @@ export interface CoreClients {
   readonly batch: BatchV1Api;
 }
 
+/** What reading one ConfigMap needs: the API server's client, or a reader that serves it from a cache first. */
+export type ConfigMapReader = Pick<CoreV1Api, 'readNamespacedConfigMap'>;
+
 export async function readConfigMap(
-  core: CoreV1Api,
+  core: ConfigMapReader,
   namespace: string,
   name: string,
 ): Promise<V1ConfigMap | undefined> {

@@ -51,9 +51,21 @@ export function metadataOf<T extends k8s.KubernetesObject>(object: T): T {
   } as T;
 }
 
-/** A Job without its Pod template (arguments, environment, volumes): routing and metrics read metadata and status. */
+/**
+ * A Job's metadata and status, and while it may still make Pods its Pod template, which vpodintent holds
+ * each new Pod to: a finished Job makes none, so only the running Jobs' templates (a few KiB each, one per
+ * operation in flight) are held.
+ */
 export function trimJob(job: k8s.V1Job): k8s.V1Job {
-  return { ...metadataOf(job), ...(job.status !== undefined ? { status: job.status } : {}) };
+  const finished = (job.status?.conditions ?? []).some(
+    (c) => (c.type === 'Complete' || c.type === 'Failed') && c.status === 'True',
+  );
+  const template = job.spec?.template;
+  return {
+    ...metadataOf(job),
+    ...(!finished && template !== undefined ? { spec: { template } as k8s.V1JobSpec } : {}),
+    ...(job.status !== undefined ? { status: job.status } : {}),
+  };
 }
 
 /** A Watch that trims every object it delivers, and may ask for metadata only. */

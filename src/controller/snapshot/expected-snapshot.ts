@@ -3,13 +3,13 @@
  * the source ConfigMap with the builder the manager creates snapshots with (src/sources/snapshot-config-map.ts).
  * Only a ConfigMap source has snapshots: an OCI or Git source is fetched by the operation Pod itself.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
 import type { ConfigMapObject } from '../../api/core.ts';
 import type { PtahMigration } from '../../api/ptah-migration.ts';
 import type { PtahSchema } from '../../api/ptah-schema.ts';
 import { buildSourceSnapshot } from '../../sources/snapshot-config-map.ts';
 import type { JobOwner, RebuiltJob } from '../jobs/expected-job.ts';
-import { readConfigMap, type PtahObjects } from '../runtime/kube.ts';
+import type { JobReaders } from '../jobs/job-readers.ts';
+import { readConfigMap } from '../runtime/kube.ts';
 
 export type RebuiltSnapshot =
   { readonly ok: true; readonly object: ConfigMapObject } | Exclude<RebuiltJob, { ok: true }>;
@@ -19,10 +19,7 @@ const PLURAL = { PtahSchema: 'ptahschemas', PtahMigration: 'ptahmigrations' } as
   string
 >;
 
-export async function rebuildSnapshot(
-  readers: { readonly core: CoreV1Api; readonly ptah: PtahObjects },
-  owner: JobOwner,
-): Promise<RebuiltSnapshot> {
+export async function rebuildSnapshot(readers: JobReaders, owner: JobOwner): Promise<RebuiltSnapshot> {
   const obj = await readers.ptah.get<PtahSchema | PtahMigration>(
     PLURAL[owner.kind],
     owner.namespace,

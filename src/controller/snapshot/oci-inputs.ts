@@ -13,7 +13,7 @@ import type { Resolution } from '../../api/ptah-schema.ts';
 import { ARTIFACT_TYPE } from '../../sources/oci/index.ts';
 import { encodePolicyData, verificationPolicyDigest } from '../../sources/verification-policy-digest.ts';
 import { buildArtifactJob, type ManagerIdentity } from '../jobs/operation-job.ts';
-import { readConfigMap } from '../runtime/kube.ts';
+import { readConfigMap, type ConfigMapReader } from '../runtime/kube.ts';
 import { readSourcePolicy } from './source-policy.ts';
 import {
   gitArtifactInput,
@@ -33,7 +33,7 @@ export const FAMILY_ARTIFACT_TYPE = {
 } as const;
 
 export async function readVerificationPolicy(
-  core: CoreV1Api,
+  core: ConfigMapReader,
   namespace: string,
   name: string | undefined,
 ): Promise<PolicyReadWithData> {
@@ -141,7 +141,7 @@ export async function artifactDecideInputs(
 
 /** The Job of a Resolve or Verify claim; a Verify carries the policy bytes its claim bound, read again now. */
 export async function artifactJobFor(
-  core: CoreV1Api,
+  core: ConfigMapReader,
   owner: {
     readonly kind: keyof typeof FAMILY_ARTIFACT_TYPE;
     readonly name: string;

@@ -45,7 +45,7 @@ test('a ConfigMap or a plan is cached by its metadata alone, without data', () =
   assert.equal(kept.metadata?.resourceVersion, '42');
 });
 
-test('a Job is cached without its Pod template, with its status', () => {
+test('a finished Job is cached without its Pod template, with its status', () => {
   const job: k8s.V1Job = {
     metadata,
     spec: {
@@ -57,4 +57,18 @@ test('a Job is cached without its Pod template, with its status', () => {
   assert.equal(kept.spec, undefined);
   assert.deepEqual(kept.status, job.status);
   assert.deepEqual(kept.metadata?.labels, metadata.labels);
+});
+
+test('a running Job keeps its Pod template (vpodintent holds its Pods to it) and nothing else of its spec', () => {
+  const template = { spec: { containers: [{ name: 'main', args: ['run'] }] } };
+  const job: k8s.V1Job = {
+    metadata,
+    spec: { template, backoffLimit: 0, activeDeadlineSeconds: 600 },
+    status: { active: 1, conditions: [{ type: 'Complete', status: 'False' }] },
+  };
+  const kept = trimJob(job);
+  assert.deepEqual(kept.spec, { template });
+  assert.equal(kept.metadata?.managedFields, undefined);
+  const failed = trimJob({ ...job, status: { failed: 1, conditions: [{ type: 'Failed', status: 'True' }] } });
+  assert.equal(failed.spec, undefined);
 });
