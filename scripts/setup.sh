@@ -5,7 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-debs=(postgresql mariadb-server docker-registry apache2-utils openssh-server openssh-client git openssl iproute2 procps time)
+debs=(postgresql mariadb-server docker-registry apache2-utils openssh-server openssh-client git openssl iproute2 procps time gettext-base)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,11 +1,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { admissionPolicies } from '../../../src/admission/admission-policies.ts';
 import {
   ADMISSION_POLICY_TEMPLATE,
   admissionPolicyTemplate,
+  PLAIN_ADMISSION_DIR,
+  PLAIN_RBAC,
+  PLAIN_VARIABLES,
+  plainAdmissionManifests,
   WEBHOOK_TEMPLATE,
   webhookTemplate,
 } from '../../../scripts/gen-admission-policies.ts';
@@ -221,5 +227,55 @@ describe('the chart templates written from the code', () => {
       readFileSync(join(root, ADMISSION_POLICY_TEMPLATE), 'utf8'),
       `${ADMISSION_POLICY_TEMPLATE}: run the script`,
     );
+  });
+});
+
+describe('the plain manifests in deploy/admission written from the code', () => {
+  const root = join(import.meta.dirname, '..', '..', '..');
+  const plain = plainAdmissionManifests(readFileSync(join(root, PLAIN_RBAC), 'utf8'));
+
+  it('are current: scripts/gen-admission-policies.ts writes exactly the files deploy/admission holds', () => {
+    assert.deepEqual(readdirSync(join(root, PLAIN_ADMISSION_DIR)).sort(), Object.keys(plain).sort());
+    for (const [file, text] of Object.entries(plain)) {
+      assert.equal(
+        readFileSync(join(root, PLAIN_ADMISSION_DIR, file), 'utf8'),
+        text,
+        `${PLAIN_ADMISSION_DIR}/${file}: run the script`,
+      );
+    }
+  });
+
+  it('hold what the chart installs: every policy and binding, every webhook, the manager of deploy/rbac exempt', () => {
+    const docs = Object.values(plain).flatMap((t) =>
+      parseAllDocuments(t).map((d) => d.toJSON() as k8s.KubernetesObject),
+    );
+    const names = (kind: string) => docs.filter((d) => d.kind === kind).map((d) => d.metadata!.name);
+    assert.deepEqual(
+      names('ValidatingAdmissionPolicy'),
+      admissionPolicies({ managerUsername: 'm', managerImage: 'i', controllerStateVersion: 1 }).map(
+        (p) => p.policy.metadata!.name,
+      ),
+    );
+    assert.equal(names('ValidatingAdmissionPolicyBinding').length, names('ValidatingAdmissionPolicy').length);
+    assert.deepEqual(names('MutatingWebhookConfiguration'), ['ptah-mapproval']);
+    assert.deepEqual(names('ValidatingWebhookConfiguration'), ['ptah-vapproval', 'ptah-vcontrollerwrite']);
+    const hooks = docs.flatMap((d) => (d as { webhooks?: k8s.V1ValidatingWebhook[] }).webhooks ?? []);
+    assert.equal(hooks.length, 8);
+    for (const w of hooks) {
+      assert.equal(w.failurePolicy, 'Fail');
+      assert.deepEqual(w.clientConfig.service, {
+        name: 'ptah-operator-webhook',
+        namespace: 'ptah-system',
+        path: `/${w.name.split('.')[0]}`,
+        port: 443,
+      });
+      assert.equal(w.clientConfig.caBundle, '${PTAH_WEBHOOK_CA_BUNDLE}');
+    }
+    assert.match(plain['policies.yaml']!, /"system:serviceaccount:ptah-system:ptah-manager"/);
+    // Only the two variables the installer fills in are left for envsubst.
+    const left = new Set(
+      Object.values(plain).flatMap((t) => [...t.matchAll(/\$\{([A-Za-z_]+)\}/g)].map((m) => m[1])),
+    );
+    assert.deepEqual([...left].sort(), [...PLAIN_VARIABLES].sort());
   });
 });
