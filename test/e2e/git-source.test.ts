@@ -119,6 +119,13 @@ async function requestRead(name: string): Promise<void> {
   );
 }
 
+async function patchGit(name: string, git: Record<string, string>): Promise<void> {
+  await e2e().objects.patchNamespacedCustomObject(
+    { ...at(e2e(), 'ptahschemas'), name, body: { spec: { desired: { git } } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  );
+}
+
 async function inSync(name: string): Promise<PtahSchema> {
   const s = await waitForPhase(e2e(), name, ['InSync', 'Failed', 'Blocked'], 300_000);
   if (s.status?.phase !== 'InSync') await dumpDebug(e2e(), name);
@@ -203,7 +210,7 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
     assert.ok(operations.has('resolve') && !operations.has('verify'), [...operations].join(','));
   });
 
-  it('an edit outside the path keeps the plan; an edit inside it retires the plan', async () => {
+  it('an edit outside the path keeps the plan; an edit inside it, or the same files at another path or in another repository, retires it', async () => {
     const t = e2e();
     const repo = await repository('edits');
     await repo.commit({ 'db/schema.sql': ORDERS, 'README.md': 'one\n' }, 'first');
@@ -248,9 +255,44 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
       300_000,
     );
     assert.notEqual(retired.status?.resolution?.contentDigest, waiting.status?.resolution?.contentDigest);
+
+    // The same files at another path, then in another repository: the plan binds where they came from too.
+    await repo.commit({ 'copy/schema.sql': ORDERS + INVOICES }, 'the same files at another path');
+    await repo.push('main');
+    const copy = await repository('edits-copy');
+    await copy.commit({ 'copy/schema.sql': ORDERS + INVOICES }, 'the same files in another repository');
+    await copy.push('main');
+    let previous = retired;
+    for (const [what, git] of [
+      ['another path', { path: 'copy' }],
+      ['another repository', { repository: copy.url }],
+    ] as const) {
+      await patchGit('git-edits', git);
+      const moved = await eventually(
+        `a new plan for the same files from ${what}`,
+        async () => {
+          const s = await getSchema(t, 'git-edits');
+          return s.status?.phase === 'AwaitingApproval' &&
+            s.status.plan !== undefined &&
+            s.status.plan.name !== previous.status?.plan?.name &&
+            s.status.resolution?.sourceDigest !== previous.status?.resolution?.sourceDigest
+            ? s
+            : undefined;
+        },
+        300_000,
+      );
+      assert.equal(
+        moved.status?.resolution?.contentDigest,
+        retired.status?.resolution?.contentDigest,
+        `${what}: the same files`,
+      );
+      assert.equal(moved.status?.resolution?.repository, what === 'another repository' ? copy.url : repo.url);
+      assert.equal(moved.status?.resolution?.path, 'copy');
+      previous = moved;
+    }
   });
 
-  it('a PtahMigration from a branch reaches InSync', async () => {
+  it('a PtahMigration from a branch, a tag and a commit reaches InSync', async () => {
     const t = e2e();
     const repo = await repository('ledger');
     const dir = join(work, 'tree-ledger', 'migrations');
@@ -261,47 +303,65 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
       'ALTER TABLE ledger ADD COLUMN amount numeric NOT NULL DEFAULT 0;\n',
     );
     hashMigrationDirectory(dir);
-    await repo.commit({}, 'migrations');
-    await repo.push('main');
-    const url = await t.env.postgres!.createDatabase('gitledger_db');
-    await createSecret(t, 'gitledger-db', url);
-    await t.objects.createNamespacedCustomObject({
-      ...at(t, 'ptahmigrations'),
-      body: {
-        apiVersion: `${API_GROUP}/${API_VERSION}`,
-        kind: 'PtahMigration',
-        metadata: { name: 'gitledger' },
-        spec: {
-          target: {
-            engine: 'postgres',
-            coordinationKey: 'gitledger',
-            urlFrom: { name: 'gitledger-db', key: 'url' },
+    const commit = await repo.commit({}, 'migrations');
+    await repo.tag('v1');
+    await repo.push('main', 'v1');
+    const refs = { branch: { branch: 'main' }, tag: { tag: 'v1' }, commit: { commit } };
+    const urls: Record<string, string> = {};
+    for (const [kind, ref] of Object.entries(refs)) {
+      const name = `gitledger-${kind}`;
+      urls[kind] = await t.env.postgres!.createDatabase(`gitledger_${kind}_db`);
+      await createSecret(t, `${name}-db`, urls[kind]!);
+      await t.objects.createNamespacedCustomObject({
+        ...at(t, 'ptahmigrations'),
+        body: {
+          apiVersion: `${API_GROUP}/${API_VERSION}`,
+          kind: 'PtahMigration',
+          metadata: { name },
+          spec: {
+            target: {
+              engine: 'postgres',
+              coordinationKey: name,
+              urlFrom: { name: `${name}-db`, key: 'url' },
+            },
+            desired: gitSource(repo.url, ref, 'migrations'),
+            policy: { apply: 'Always' },
+            interval: '10m',
+            execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 180 },
           },
-          desired: gitSource(repo.url, { branch: 'main' }, 'migrations'),
-          policy: { apply: 'Always' },
-          interval: '10m',
-          execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 180 },
         },
-      },
-    });
-    const m = await eventually(
-      'gitledger InSync',
-      async () => {
-        const now = (await t.objects.getNamespacedCustomObject({
-          ...at(t, 'ptahmigrations'),
-          name: 'gitledger',
-        })) as PtahMigration;
-        return ['InSync', 'Failed', 'Blocked'].includes(now.status?.phase ?? '') ? now : undefined;
-      },
-      300_000,
-    );
-    assert.equal(m.status?.phase, 'InSync', JSON.stringify(m.status));
-    assert.equal(condition(m, 'ArtifactResolved')?.reason, 'CommitResolved');
-    const applied = await query(url, 'SELECT version FROM public.ptah_schema_revisions ORDER BY version');
-    assert.deepEqual(
-      applied.map((r) => String(r['version'])),
-      ['20260101000000', '20260102000000'],
-    );
+      });
+    }
+    for (const kind of Object.keys(refs)) {
+      const m = await eventually(
+        `gitledger-${kind} InSync`,
+        async () => {
+          const now = (await t.objects.getNamespacedCustomObject({
+            ...at(t, 'ptahmigrations'),
+            name: `gitledger-${kind}`,
+          })) as PtahMigration;
+          return ['InSync', 'Failed', 'Blocked'].includes(now.status?.phase ?? '') ? now : undefined;
+        },
+        300_000,
+      );
+      assert.equal(m.status?.phase, 'InSync', `${kind}: ${JSON.stringify(m.status)}`);
+      assert.equal(condition(m, 'ArtifactResolved')?.reason, 'CommitResolved', kind);
+      assert.equal(m.status?.resolution?.commit, commit, kind);
+      assert.equal(
+        m.status?.resolution?.ref,
+        { branch: 'refs/heads/main', tag: 'refs/tags/v1', commit }[kind],
+        kind,
+      );
+      const applied = await query(
+        urls[kind]!,
+        'SELECT version FROM public.ptah_schema_revisions ORDER BY version',
+      );
+      assert.deepEqual(
+        applied.map((r) => String(r['version'])),
+        ['20260101000000', '20260102000000'],
+        kind,
+      );
+    }
   });
 
   it('the Git password is only in the Resolve container and the fetch-source init container', async () => {
