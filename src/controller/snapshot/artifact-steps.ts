@@ -26,7 +26,13 @@ import type { GitJobSource } from '../jobs/git-job-source.ts';
 import { gitPinnedReference, gitRequestedReference } from './git-reference.ts';
 import { MAX_FINDING_MESSAGE, type RunnerResult } from '../../protocol/result.ts';
 import type { CollectSnapshots } from './record-resolution.ts';
-import { checkSource, samePolicy, type SourcePolicyRead } from './source-policy.ts';
+import {
+  checkSource,
+  gitHostCheck,
+  samePolicy,
+  selectedSizeCheck,
+  type SourcePolicyRead,
+} from './source-policy.ts';
 
 /** spec.desired.oci as both families' views carry it: names only, never a credential. */
 export interface OciSourceView {
@@ -127,7 +133,7 @@ export function gitArtifactInput(git: GitSourceView, sourcePolicy?: SourcePolicy
 
 /** The host check a Git Resolve must pass before its Job is made. */
 function gitHostVerdict(artifact: GitArtifactInput): ReturnType<typeof checkSource> {
-  return checkSource(artifact.sourcePolicy, { kind: 'gitHost', repository: artifact.repository });
+  return checkSource(artifact.sourcePolicy, gitHostCheck(artifact.repository));
 }
 
 /** The source inputs a Resolve or Verify claim binds (a read after them binds the resolution itself). */
@@ -482,12 +488,8 @@ function gitResolveResult(
   // Before the commit is recorded: the policy as it is now, on the host and on the files the commit holds.
   const verdict = checkSource(
     artifact.sourcePolicy,
-    { kind: 'gitHost', repository: artifact.repository },
-    {
-      kind: 'selectedSize',
-      bytes: Math.max(0, Math.floor(out.size)),
-      what: `commit ${out.commit} at ${out.path}`,
-    },
+    gitHostCheck(artifact.repository),
+    selectedSizeCheck(Math.max(0, Math.floor(out.size)), `commit ${out.commit} at ${out.path}`),
   );
   if (!verdict.ok) {
     b.cond('ArtifactResolved', 'False', verdict.reason, verdict.message);

@@ -17,7 +17,7 @@ import {
   type SnapshotOwner,
 } from '../../sources/snapshot-config-map.ts';
 import { isConflict, orUndefined, readConfigMap } from '../runtime/kube.ts';
-import { checkSource, readSourcePolicy } from './source-policy.ts';
+import { checkSource, configMapNameCheck, readSourcePolicy, selectedSizeCheck } from './source-policy.ts';
 
 export type ResolutionResult =
   | { readonly ok: true; readonly value: Resolution }
@@ -36,7 +36,7 @@ export async function resolveConfigMapSource(
     return { ok: false, reason: 'SourceUnresolved', message: 'spec.desired names no ConfigMap' };
   const namespace = owner.metadata.namespace ?? '';
   const policy = await readSourcePolicy(core, namespace, sourcePolicyName);
-  const named = checkSource(policy, { kind: 'configMapName', name: source.name });
+  const named = checkSource(policy, configMapNameCheck(source.name));
   if (!named.ok) return named;
   const cm = await readConfigMap(core, namespace, source.name);
   if (cm === undefined) {
@@ -53,11 +53,10 @@ export async function resolveConfigMapSource(
       message: error instanceof Error ? error.message.slice(0, 256) : 'source refused',
     };
   }
-  const sized = checkSource(policy, {
-    kind: 'selectedSize',
-    bytes: snapshot.size,
-    what: `the keys ConfigMap ${source.name} selects`,
-  });
+  const sized = checkSource(
+    policy,
+    selectedSizeCheck(snapshot.size, `the keys ConfigMap ${source.name} selects`),
+  );
   if (!sized.ok) return sized;
   const existing = await readConfigMap(core, namespace, snapshot.configMap.metadata.name);
   if (existing === undefined) {

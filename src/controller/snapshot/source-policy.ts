@@ -102,25 +102,24 @@ export function samePolicy(
   return now.ok && recorded.uid === now.uid && recorded.digest === now.digest;
 }
 
-export type SourcePolicyCheck =
-  | { readonly kind: 'configMapName'; readonly name: string }
-  | { readonly kind: 'gitHost'; readonly repository: string }
-  | { readonly kind: 'selectedSize'; readonly bytes: number; readonly what: string };
+/** One rule applied to one source: what a refusal names as refused, and the rule's verdict. */
+export interface SourcePolicyCheck {
+  readonly subject: string;
+  apply(policy: SourcePolicy): SourcePolicyRefusal | undefined;
+}
 
-const CHECKS: Readonly<
-  Record<SourcePolicyCheck['kind'], (p: SourcePolicy, c: never) => SourcePolicyRefusal | undefined>
-> = {
-  configMapName: (p, c: Extract<SourcePolicyCheck, { kind: 'configMapName' }>) =>
-    checkConfigMapName(p, c.name),
-  gitHost: (p, c: Extract<SourcePolicyCheck, { kind: 'gitHost' }>) => checkGitHost(p, c.repository),
-  selectedSize: (p, c: Extract<SourcePolicyCheck, { kind: 'selectedSize' }>) => checkSelectedSize(p, c.bytes),
-};
+export function configMapNameCheck(name: string): SourcePolicyCheck {
+  return { subject: `ConfigMap ${name}`, apply: (p) => checkConfigMapName(p, name) };
+}
 
-const SUBJECT: Readonly<Record<SourcePolicyCheck['kind'], (c: never) => string>> = {
-  configMapName: (c: Extract<SourcePolicyCheck, { kind: 'configMapName' }>) => `ConfigMap ${c.name}`,
-  gitHost: (c: Extract<SourcePolicyCheck, { kind: 'gitHost' }>) => c.repository.slice(0, 300),
-  selectedSize: (c: Extract<SourcePolicyCheck, { kind: 'selectedSize' }>) => c.what,
-};
+export function gitHostCheck(repository: string): SourcePolicyCheck {
+  return { subject: repository.slice(0, 300), apply: (p) => checkGitHost(p, repository) };
+}
+
+/** `subject` says whose files they are: a ConfigMap's selected keys, or a commit at a path. */
+export function selectedSizeCheck(bytes: number, subject: string): SourcePolicyCheck {
+  return { subject, apply: (p) => checkSelectedSize(p, bytes) };
+}
 
 /**
  * Checks a source against the policy read now: no policy named passes; a policy that could not be read
@@ -133,12 +132,12 @@ export function checkSource(
   if (read === undefined) return { ok: true, policy: undefined };
   if (!read.ok) return read;
   for (const check of checks) {
-    const refusal = CHECKS[check.kind](read.policy, check as never);
+    const refusal = check.apply(read.policy);
     if (refusal !== undefined) {
       return {
         ok: false,
         reason: 'SourcePolicyRefused',
-        message: `source policy ${read.name} refused ${SUBJECT[check.kind](check as never)}: ${refusal.rule}: ${refusal.message}`,
+        message: `source policy ${read.name} refused ${check.subject}: ${refusal.rule}: ${refusal.message}`,
       };
     }
   }

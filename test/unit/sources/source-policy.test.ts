@@ -15,7 +15,10 @@ import {
 } from '../../../src/sources/source-policy.ts';
 import {
   checkSource,
+  configMapNameCheck,
+  gitHostCheck,
   samePolicy,
+  selectedSizeCheck,
   type SourcePolicyRead,
 } from '../../../src/controller/snapshot/source-policy.ts';
 
@@ -144,11 +147,7 @@ describe('checkSource', () => {
   };
 
   it('names the rule, the policy and the value, and stops at the first refusal', () => {
-    const v = checkSource(
-      read,
-      { kind: 'configMapName', name: 'billing' },
-      { kind: 'selectedSize', bytes: 5000, what: 'x' },
-    );
+    const v = checkSource(read, configMapNameCheck('billing'), selectedSizeCheck(5000, 'x'));
     assert.deepEqual(v, {
       ok: false,
       reason: 'SourcePolicyRefused',
@@ -158,11 +157,11 @@ describe('checkSource', () => {
   });
 
   it('passes with the policy to record, or nothing when none is named', () => {
-    assert.deepEqual(checkSource(read, { kind: 'gitHost', repository: 'https://git.example.com/r.git' }), {
+    assert.deepEqual(checkSource(read, gitHostCheck('https://git.example.com/r.git')), {
       ok: true,
       policy: { name: 'sources', uid: 'u-1', digest: read.digest },
     });
-    assert.deepEqual(checkSource(undefined, { kind: 'configMapName', name: 'billing' }), {
+    assert.deepEqual(checkSource(undefined, configMapNameCheck('billing')), {
       ok: true,
       policy: undefined,
     });
@@ -174,7 +173,7 @@ describe('checkSource', () => {
       reason: 'SourcePolicyNotFound',
       message: 'source policy ConfigMap sources does not exist',
     };
-    assert.deepEqual(checkSource(missing, { kind: 'configMapName', name: 'orders-schema' }), missing);
+    assert.deepEqual(checkSource(missing, configMapNameCheck('orders-schema')), missing);
   });
 
   it('samePolicy: bound by UID and digest; absent on both sides agree', () => {
