@@ -113,6 +113,15 @@ describe('PtahSchema CRD', () => {
       schemaBody('policy', { policy: { apply: 'Sometimes' } }),
       /Unsupported value/,
     ],
+    [
+      'a source policy beside an OCI source',
+      schemaBody('oci-source-policy', {
+        desired: { oci: { reference: 'registry.example/schemas/orders:v1' } },
+        verificationPolicyFrom: { name: 'verification' },
+        sourcePolicyFrom: { name: 'sources' },
+      }),
+      /spec.sourcePolicyFrom applies to a ConfigMap or Git source/,
+    ],
   ];
   for (const [name, body, message] of refused) {
     it(`refuses ${name}`, async () => {
@@ -120,6 +129,14 @@ describe('PtahSchema CRD', () => {
       assert.match(why ?? 'accepted', message);
     });
   }
+
+  it('accepts a source policy beside a ConfigMap source', async () => {
+    const created = await create(
+      'ptahschemas',
+      schemaBody('cm-source-policy', { sourcePolicyFrom: { name: 'sources' } }),
+    );
+    assert.deepEqual(created.spec['sourcePolicyFrom'], { name: 'sources' });
+  });
 
   it('accepts, through the status subresource, the status the controller modules build', async () => {
     const created = await create('ptahschemas', schemaBody('status'));
