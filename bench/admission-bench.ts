@@ -1,6 +1,6 @@
 // Admission latency: the manager's webhook server (the handlers and rebuilds the manager process wires) on
 // the local control plane, each webhook sent AdmissionReviews 50 at a time over HTTPS, as the API server
-// sends them: vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
+// sends them (from a thread of its own, bench/admission-client.ts, as the API server is another process): vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
 // and compared) and its snapshot (the source read and rebuilt), vpodintent judging the Job controller's Pod
 // (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
 // The rebuilds read what the manager's watches hold, as in the manager process; PTAH_BENCH_READS=live sends
@@ -8,13 +8,13 @@
 //
 //   npm run bench -- admission        (PTAH_BENCH_REQUESTS per webhook, default 2000)
 import { readFileSync } from 'node:fs';
-import { request as httpsRequest, Agent } from 'node:https';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { startAdmissionServer } from '../src/admission/server.ts';
 import { controllerWebhooks, WEBHOOK_PATHS } from '../src/admission/webhooks.ts';
+import type { ClientJob, ClientResult } from './admission-client.ts';
 import { crdClientModels } from '../src/api/crd-client-model.ts';
 import { sha256Digest } from '../src/api/digest.ts';
 import type { ConfigMapObject } from '../src/api/core.ts';
@@ -34,6 +34,7 @@ import { createCertificateAuthority, issueCertificate } from '../test/env/pki.ts
 
 const REQUESTS = Number(process.env['PTAH_BENCH_REQUESTS'] ?? 2000);
 const CONCURRENCY = 50;
+const WARM_UP = 500;
 const TARGET_P99_MS = 25;
 const READS = process.env['PTAH_BENCH_READS'] === 'live' ? 'live' : 'cached';
 const d = (s: string) => sha256Digest(s);
@@ -167,7 +168,6 @@ try {
     key: readFileSync(serving.keyFile),
     handlers: controllerWebhooks(sources.writes, sources.pods),
   });
-  const agent = new Agent({ ca: readFileSync(ca.certFile), keepAlive: true, maxSockets: CONCURRENCY });
 
   // Each review is serialised once and only its UID changed per request: the API server, which sends them
   // in a cluster, runs in another process, so what this process spends writing them is not the webhook's.
@@ -191,10 +191,9 @@ try {
       },
     });
     const at = body.indexOf('@@UID@@');
-    const [head, tail] = [body.slice(0, at), body.slice(at + '@@UID@@'.length)];
-    return (uid: number) => `${head}${uid}${tail}`;
+    return { head: body.slice(0, at), tail: body.slice(at + '@@UID@@'.length) };
   };
-  const cases: [string, string, (uid: number) => string][] = [
+  const cases: [string, string, { head: string; tail: string }][] = [
     [
       'vcontrollerwrite (Job)',
       WEBHOOK_PATHS.vcontrollerwrite,
@@ -215,35 +214,20 @@ try {
     ],
   ];
 
-  const post = (path: string, body: string) =>
-    new Promise<{ ms: number; allowed: boolean; message?: string }>((resolve, reject) => {
-      const started = performance.now();
-      const req = httpsRequest(
-        {
-          host: '127.0.0.1',
-          port: server.port,
-          path,
-          method: 'POST',
-          agent,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const out = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-              response: { allowed: boolean; status?: { message: string } };
-            };
-            resolve({
-              ms: performance.now() - started,
-              allowed: out.response.allowed,
-              ...(out.response.status ? { message: out.response.status.message } : {}),
-            });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(body);
+  const client = (path: string, review: { head: string; tail: string }) =>
+    new Promise<ClientResult>((resolve, reject) => {
+      const job: ClientJob = {
+        port: server.port,
+        ca: readFileSync(ca.certFile, 'utf8'),
+        path,
+        ...review,
+        concurrency: CONCURRENCY,
+        warmUp: WARM_UP,
+        requests: REQUESTS,
+      };
+      const worker = new Worker(new URL('./admission-client.ts', import.meta.url), { workerData: job });
+      worker.once('message', resolve);
+      worker.once('error', reject);
     });
 
   console.log(
@@ -253,25 +237,10 @@ try {
     `${'webhook'.padEnd(30)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'max ms'.padStart(8)} ${'req/s'.padStart(8)} ${'p99/target'.padStart(11)}`,
   );
   let missed = 0;
-  for (const [name, path, body] of cases) {
-    const first = await post(path, body(0));
-    if (!first.allowed)
-      throw new Error(`${name}: the manager's own object was refused: ${first.message ?? ''}`);
-    for (let i = 0; i < 100; i++) await post(path, body(i)); // warm-up: connections, JIT
-    const samples: number[] = [];
-    let next = 0;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < REQUESTS) {
-          const uid = next++;
-          const r = await post(path, body(uid));
-          if (!r.allowed) throw new Error(`${name}: refused under load: ${r.message ?? ''}`);
-          samples.push(r.ms);
-        }
-      }),
-    );
-    const wall = performance.now() - started;
+  for (const [name, path, review] of cases) {
+    const result = await client(path, review);
+    if (!result.ok) throw new Error(`${name}: ${result.message}`);
+    const { samples, wallMs: wall } = result;
     samples.sort((a, b) => a - b);
     const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
     if (q(0.99) > TARGET_P99_MS) missed++;
@@ -279,7 +248,6 @@ try {
       `${name.padEnd(30)} ${q(0.5).toFixed(1).padStart(8)} ${q(0.99).toFixed(1).padStart(8)} ${samples[samples.length - 1]!.toFixed(1).padStart(8)} ${((samples.length / wall) * 1000).toFixed(0).padStart(8)} ${(q(0.99) / TARGET_P99_MS).toFixed(2).padStart(11)}`,
     );
   }
-  agent.destroy();
   await server.close();
   stopWatches.abort();
   await watches.stop();
