@@ -9,7 +9,8 @@
  *
  * The caches (src/controller/watches.ts) decide nothing here: they only map an event to the resource it
  * concerns, and the reconciler re-reads what it decides from. The webhooks this process serves read them
- * first and the API server on a miss (src/controller/admission-reads.ts). The manager holds no Secret permission and never opens a database connection.
+ * first and the API server on a miss (src/controller/admission-reads.ts). The manager holds no Secret
+ * permission and never opens a database connection.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';

@@ -1,6 +1,7 @@
 /**
- * Informers whose caches hold only what the manager reads from them. The caches route events to keys and
- * feed the metrics; the reconciler reads every object it decides from the API server. So each watch names
+ * Informers whose caches hold only what the manager reads from them. The caches route events to keys, feed
+ * the metrics and answer the controller-write and Pod-intent webhooks first; the reconciler reads every
+ * object it decides from the API server. So each watch names
  * a trim applied to every object before it enters the cache (list items and watch events alike), and a
  * watch of objects the manager does not own at all (a person's ConfigMaps) asks the API server for their
  * metadata only, so their data never crosses the connection.
