@@ -2,7 +2,8 @@
 // real Git server (HTTPS, basic auth, its own CA): a ConfigMap source refused by name and by size writes no
 // snapshot and plans nothing; a Git host refused gets no Resolve Job; a commit over the size is not
 // recorded; and a policy edited in the cluster retires the plan made under the old one, whose approval
-// goes Stale, while the new plan binds the new policy.
+// goes Stale, while the new plan binds the new policy (a PtahSchema from Git, a PtahMigration from a
+// ConfigMap, whose policy is then edited to refuse it).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -17,6 +18,8 @@ import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
+import type { PtahMigrationPlan } from '../../src/api/ptah-migration-plan.ts';
+import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import { SNAPSHOT_COMPONENT } from '../../src/sources/snapshot-config-map.ts';
 import { SOURCE_POLICY_KEY, sourcePolicyDigest } from '../../src/sources/source-policy.ts';
 import { startGitServer, type GitServer } from '../env/git-server.ts';
@@ -26,6 +29,7 @@ import {
   createSecret,
   createSource,
   dumpDebug,
+  eventsOnceRecorded,
   eventually,
   getSchema,
   useE2E,
@@ -395,5 +399,119 @@ describe('source policies (sourcePolicyFrom), both families', { skip }, () => {
       (j) => j.metadata?.labels?.[LABELS.operation] === 'apply',
     );
     assert.deepEqual(applies, [], 'the old plan never applied');
+  });
+
+  it('a PtahMigration from a ConfigMap: a policy edited in place retires its plan and the new one binds the edit', async () => {
+    const t = e2e();
+    const rules = (max: number) =>
+      `config_map:\n  allowed_names: ["journal-*"]\nmax_selected_bytes: ${max}\n`;
+    const oldData = await createPolicy(t, 'journal-policy', rules(100000));
+    // A migration directory in a ConfigMap: the file and the ptah.sum `ptah migrations hash` writes for it.
+    const dir = join(work, 'journal');
+    mkdirSync(dir);
+    writeFileSync(join(dir, '20260101000000_journal.sql'), LEDGER);
+    hashMigrationDirectory(dir);
+    const files = {
+      '20260101000000_journal.sql': LEDGER,
+      'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8'),
+    };
+    await createSource(t, 'journal-src', files);
+    await createResource(
+      t,
+      'PtahMigration',
+      'journal',
+      { configMap: { name: 'journal-src', files: Object.keys(files).map((key) => ({ key })) } },
+      'journal-policy',
+      'OnApproval',
+    );
+    const waiting = await eventually(
+      'journal AwaitingApproval',
+      async () => {
+        const m = await getMigration(t, 'journal');
+        return ['AwaitingApproval', 'Failed', 'Blocked', 'InSync'].includes(m.status?.phase ?? '')
+          ? m
+          : undefined;
+      },
+      180_000,
+    );
+    assert.equal(waiting.status?.phase, 'AwaitingApproval', JSON.stringify(waiting.status?.conditions));
+    const policyCm = await t.core.readNamespacedConfigMap({ namespace: t.namespace, name: 'journal-policy' });
+    const bound = {
+      name: 'journal-policy',
+      uid: policyCm.metadata!.uid!,
+      digest: sourcePolicyDigest(oldData),
+    };
+    assert.deepEqual(waiting.status?.resolution?.sourcePolicy, bound);
+    const oldPlan = waiting.status!.plan!;
+    const migrationPlans = async () =>
+      (
+        (await t.objects.listNamespacedCustomObject({
+          ...at(t, 'ptahmigrationplans'),
+          labelSelector: `${LABELS.migration}=journal`,
+        })) as { items: PtahMigrationPlan[] }
+      ).items;
+    const first = (await migrationPlans()).find((p) => p.metadata.name === oldPlan.name)!;
+    assert.equal(first.spec.binding.sourcePolicyUID, bound.uid);
+    assert.equal(first.spec.binding.sourcePolicyDigest, bound.digest);
+
+    const newData = { [SOURCE_POLICY_KEY]: policyText(rules(200000)) };
+    await t.core.replaceNamespacedConfigMap({
+      namespace: t.namespace,
+      name: 'journal-policy',
+      body: { metadata: { name: 'journal-policy' }, data: newData },
+    });
+    const republished = await eventually(
+      'a new migration plan under the edited policy',
+      async () => {
+        const m = await getMigration(t, 'journal');
+        return m.status?.phase === 'AwaitingApproval' &&
+          m.status.plan !== undefined &&
+          m.status.plan.name !== oldPlan.name
+          ? m
+          : undefined;
+      },
+      180_000,
+    );
+    assert.deepEqual(republished.status?.resolution?.sourcePolicy, {
+      ...bound,
+      digest: sourcePolicyDigest(newData),
+    });
+    const second = (await migrationPlans()).find((p) => p.metadata.name === republished.status!.plan!.name)!;
+    assert.equal(second.spec.binding.sourcePolicyDigest, sourcePolicyDigest(newData));
+    const retired = await eventsOnceRecorded(t, 'journal', 'SourcePolicyChanged');
+    assert.deepEqual(
+      retired.map((e) => e.message),
+      [
+        `plan ${oldPlan.name} retired: the source policy journal-policy was replaced; plans made under the old one retire`,
+      ],
+    );
+
+    // Edited again so that it refuses the ConfigMap's name: the plan retires with the rule named and
+    // nothing new is planned.
+    await t.core.replaceNamespacedConfigMap({
+      namespace: t.namespace,
+      name: 'journal-policy',
+      body: {
+        metadata: { name: 'journal-policy' },
+        data: { [SOURCE_POLICY_KEY]: policyText('config_map:\n  allowed_names: ["ledger-*"]\n') },
+      },
+    });
+    const refused = await eventually(
+      'journal refused under the edited policy',
+      async () => {
+        const m = await getMigration(t, 'journal');
+        return m.status?.phase === 'Failed' ? m : undefined;
+      },
+      60_000,
+    );
+    const message =
+      'source policy journal-policy refused ConfigMap journal-src: config_map.allowed_names: ConfigMap name journal-src matches none of ledger-*';
+    assertRefused(refused, message);
+    assert.equal(refused.status?.plan, undefined, 'the plan made under the old policy retired');
+    const refusals = await eventsOnceRecorded(t, 'journal', 'SourcePolicyRefused');
+    assert.ok(
+      refusals.some((e) => e.message === `plan ${second.metadata.name} retired: ${message}`),
+      JSON.stringify(refusals.map((e) => e.message)),
+    );
   });
 });
