@@ -4,7 +4,9 @@
 // and compared) and its snapshot (the source read and rebuilt), vpodintent judging the Job controller's Pod
 // (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
 // The rebuilds read what the manager's watches hold, as in the manager process; PTAH_BENCH_READS=live sends
-// every read to the API server instead (the webhooks before they read the watches), for comparison.
+// every read to the API server instead (the webhooks before they read the watches), for comparison;
+// PTAH_BENCH_FLOOR=1 admits every review without deciding anything: the HTTPS server's own latency on this
+// machine, the floor under the webhooks.
 //
 //   npm run bench -- admission        (PTAH_BENCH_REQUESTS per webhook, default 2000)
 import { readFileSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as k8s from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { allowed } from '../src/admission/review.ts';
 import { startAdmissionServer } from '../src/admission/server.ts';
 import { controllerWebhooks, WEBHOOK_PATHS } from '../src/admission/webhooks.ts';
 import type { ClientJob, ClientResult } from './admission-client.ts';
@@ -37,6 +40,7 @@ const CONCURRENCY = 50;
 const WARM_UP = 500;
 const TARGET_P99_MS = 25;
 const READS = process.env['PTAH_BENCH_READS'] === 'live' ? 'live' : 'cached';
+const FLOOR = process.env['PTAH_BENCH_FLOOR'] === '1';
 const d = (s: string) => sha256Digest(s);
 
 const builtBy: ManagerIdentity = {
@@ -166,7 +170,9 @@ try {
   const server = await startAdmissionServer({
     cert: readFileSync(serving.certFile),
     key: readFileSync(serving.keyFile),
-    handlers: controllerWebhooks(sources.writes, sources.pods),
+    handlers: FLOOR
+      ? Object.fromEntries(Object.values(WEBHOOK_PATHS).map((path) => [path, () => allowed()]))
+      : controllerWebhooks(sources.writes, sources.pods),
   });
 
   // Each review is serialised once and only its UID changed per request: the API server, which sends them
@@ -231,7 +237,7 @@ try {
     });
 
   console.log(
-    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms, reads ${READS === 'cached' ? "from the manager's watches" : 'from the API server'}`,
+    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms, ${FLOOR ? 'every review admitted undecided (the server floor)' : `reads ${READS === 'cached' ? "from the manager's watches" : 'from the API server'}`}`,
   );
   console.log(
     `${'webhook'.padEnd(30)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'max ms'.padStart(8)} ${'req/s'.padStart(8)} ${'p99/target'.padStart(11)}`,
