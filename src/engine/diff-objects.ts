@@ -155,12 +155,12 @@ export class ObjectPlan {
         });
         continue;
       }
-      if (!['function', 'domain', 'composite type', 'collation'].includes(l.objectType)) continue;
+      if (!(l.objectType in WHY_NOT_IN_PLACE)) continue;
       const users = usersOf(l, dropped ? this.to.tables : this.from.tables);
       if (users.length === 0) continue;
       const what = dropped
         ? 'is dropped'
-        : `cannot be replaced in place (${l.objectType === 'collation' ? 'its provider, locale or determinism changes' : 'its signature, return type or base type changes'})`;
+        : `cannot be replaced in place (${WHY_NOT_IN_PLACE[l.objectType] ?? ''})`;
       const fix = dropped
         ? 'keep it, or change what uses it first'
         : 'change it in a migration: create the new one under another name, move its users to it, then drop the old one';
@@ -201,6 +201,15 @@ export class ObjectPlan {
   }
 }
 
+/** The objects tables use by name, and why a changed one is dropped and created again rather than altered. */
+const WHY_NOT_IN_PLACE: Partial<Record<DefinedObject['objectType'], string>> = {
+  function: 'its signature, return type or base type changes',
+  domain: 'its signature, return type or base type changes',
+  'composite type': 'its signature, return type or base type changes',
+  collation: 'its provider, locale or determinism changes',
+  'text search configuration': 'its parser changes',
+};
+
 /** Statement phases of object changes (see diff.ts's phase): where each stage sits among the tables. */
 const CREATE_PHASE: Readonly<Record<ObjectStage, number>> = {
   types: 7.2,
@@ -236,11 +245,31 @@ export function objectPhase(c: Change): number | undefined {
   return undefined;
 }
 
-/** The table columns, checks and indexes that use a function, domain or collation, by name (any overload). */
+/** Whether a canonical expression key holds a constant spelled as one of `spellings` (a regconfig). */
+const namesConstant = (key: string, spellings: readonly string[]) =>
+  spellings.some((s) => key.includes(`"v":${JSON.stringify(s)}`));
+
+/**
+ * The table columns, checks and indexes that use a function, domain, collation or text search
+ * configuration, by name (any overload).
+ */
 function usersOf(o: DefinedObject, tables: readonly Table[]): string[] {
   const users: string[] = [];
   for (const t of tables) {
     const name = `${t.schema}.${t.name}`;
+    if (o.objectType === 'text search configuration') {
+      const named = o.namedAs ?? [];
+      const uses = (e: { key: string } | undefined) => e !== undefined && namesConstant(e.key, named);
+      for (const c of t.columns)
+        if (uses(c.default) || uses(c.generated)) users.push(`column ${name}.${c.name}`);
+      for (const c of t.constraints)
+        if (c.kind === 'Check' && uses(c.expression))
+          users.push(`constraint ${c.name ?? 'CHECK'} on ${name}`);
+      for (const i of t.indexes)
+        if ([...i.keys.map((x) => x.expression), i.where].some(uses))
+          users.push(`index ${i.name ?? '(unnamed)'} on ${name}`);
+      continue;
+    }
     if (o.objectType === 'collation') {
       const named = new Set(o.namedAs ?? []);
       for (const c of t.columns)

@@ -263,6 +263,7 @@ export type DefinedObjectType =
   | 'procedure'
   | 'aggregate'
   | 'collation'
+  | 'text search configuration'
   | 'composite type'
   | 'trigger'
   | 'domain'
@@ -321,8 +322,9 @@ export interface DefinedObject {
    */
   readonly survivesColumnChanges?: boolean;
   /**
-   * A collation: how a column's or an index key's `collation` names it (the dialect's spellings), so a
-   * change that would drop it under them is refused naming them.
+   * A collation: how a column's or an index key's `collation` names it; a text search configuration: how
+   * a constant naming it reads in an expression's key (the dialect's spellings). A change that would drop
+   * it under them is refused naming them.
    */
   readonly namedAs?: readonly string[];
 }

@@ -519,12 +519,22 @@ export class DesiredStateBuilder {
           this.objectStep(s, () => this.objects.addAggregate(n, `aggregate ${q.schema}.${q.name}`));
           return;
         }
+        if (n['kind'] === 'OBJECT_TSCONFIGURATION') {
+          const q = qualified(names(n['defnames']), this.defaultSchema);
+          this.objectStep(s, () =>
+            this.objects.addTextSearchConfig(n, `text search configuration ${q.schema}.${q.name}`),
+          );
+          return;
+        }
         if (n['kind'] === 'OBJECT_COLLATION') {
           const q = qualified(names(n['defnames']), this.defaultSchema);
           this.objectStep(s, () => this.objects.addCollation(n, `collation ${q.schema}.${q.name}`));
           return;
         }
         this.unmanagedStatement(s);
+        return;
+      case 'AlterTSConfigurationStmt':
+        this.objectStep(s, () => this.objects.alterTextSearchConfig(n));
         return;
       case 'AlterFunctionStmt':
       case 'AlterPolicyStmt':
@@ -1342,7 +1352,6 @@ const DEFINE_KINDS: Readonly<Record<string, string>> = {
 
 /** Statements that only adjust objects that are not managed, or ownership and privileges: accepted. */
 const ACCEPTED_UNMANAGED = new Set([
-  'AlterTSConfigurationStmt',
   'AlterTSDictionaryStmt',
   'AlterExtensionStmt',
   'AlterExtensionContentsStmt',
@@ -1386,7 +1395,6 @@ const COMMENT_ON_UNMANAGED = new Set([
   'OBJECT_SUBSCRIPTION',
   'OBJECT_FOREIGN_SERVER',
   'OBJECT_FDW',
-  'OBJECT_TSCONFIGURATION',
   'OBJECT_TSDICTIONARY',
   'OBJECT_TSPARSER',
   'OBJECT_TSTEMPLATE',

@@ -118,8 +118,8 @@ UNION ALL SELECT 'rule', n.nspname, c.relname || '.' || r.rulename FROM pg_rewri
   JOIN pg_namespace n ON n.oid = c.relnamespace WHERE r.rulename <> '_RETURN' AND ${USER_SCHEMA}
 UNION ALL SELECT 'operator', n.nspname, o.oprname FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
   WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_operator', 'o.oid')}
-UNION ALL SELECT 'text search configuration', n.nspname, t.cfgname FROM pg_ts_config t JOIN pg_namespace n ON n.oid = t.cfgnamespace
-  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_ts_config', 't.oid')}
+UNION ALL SELECT 'text search dictionary', n.nspname, t.dictname FROM pg_ts_dict t JOIN pg_namespace n ON n.oid = t.dictnamespace
+  WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_ts_dict', 't.oid')}
 UNION ALL SELECT 'event trigger', '', evtname FROM pg_event_trigger
   WHERE ${NOT_EXTENSION_MEMBER('pg_event_trigger', 'oid')}
 UNION ALL SELECT 'publication', '', pubname FROM pg_publication

@@ -220,6 +220,15 @@ function regclassLiteral(arg: unknown, ds: string): unknown {
   return { A_Const: { v: plain.join('.') } };
 }
 
+/** Text search functions whose first argument, when they have two or more, is a configuration. */
+const TEXT_SEARCH_CONFIG_FIRST = new Set([
+  'to_tsvector',
+  'to_tsquery',
+  'plainto_tsquery',
+  'phraseto_tsquery',
+  'websearch_to_tsquery',
+]);
+
 /** Strips positions and rewrites equivalent spellings into one. The result is only ever compared. */
 function canon(node: unknown, ds: string): unknown {
   if (Array.isArray(node)) return node.map((x) => canon(x, ds));
@@ -239,6 +248,9 @@ function canon(node: unknown, ds: string): unknown {
       const n = Number(text.replace(/[^0-9.-]/g, ''));
       if (Number.isFinite(n)) return { A_Const: { v: String(n) } };
     }
+    // The catalog prints a text search configuration or dictionary bare where the path finds it.
+    if (text !== null && (type === 'regconfig' || type === 'regdictionary'))
+      return regclassLiteral(canon(arg, ds), ds);
     return canon(arg, ds);
   }
   if (isRecord(node['A_Const'])) {
@@ -361,8 +373,14 @@ function canon(node: unknown, ds: string): unknown {
     }
     out['funcname'] = bare.map((s) => s.toLowerCase());
     const name = bare.length === 1 ? bare[0] : undefined;
-    if ((name === 'nextval' || name === 'currval' || name === 'setval') && Array.isArray(out['args'])) {
-      const [first, ...rest] = out['args'] as unknown[];
+    const args = Array.isArray(out['args']) ? (out['args'] as unknown[]) : [];
+    if ((name === 'nextval' || name === 'currval' || name === 'setval') && args.length > 0) {
+      const [first, ...rest] = args;
+      out['args'] = [regclassLiteral(first, ds), ...rest];
+    }
+    // With two arguments or more the first is the configuration (a regconfig): named as the catalog names it.
+    if (name !== undefined && TEXT_SEARCH_CONFIG_FIRST.has(name) && args.length >= 2) {
+      const [first, ...rest] = args;
       out['args'] = [regclassLiteral(first, ds), ...rest];
     }
     return { FuncCall: out };

@@ -1,6 +1,6 @@
 /**
  * The catalog side of PostgreSQL's defined objects: one query returns each function, procedure, trigger,
- * domain, collation, policy and table row-level security setting as the DDL that declares it (PostgreSQL's own
+ * domain, collation, text search configuration, policy and table row-level security setting as the DDL that declares it (PostgreSQL's own
  * deparsers where it has them), and the COMMENT ON for it. The inspector feeds that DDL to the same loader
  * as the desired files.
  */
@@ -107,6 +107,21 @@ SELECT 'collation', n.nspname, NULL, co.collname::text,
   NULL
 FROM pg_collation co JOIN pg_namespace n ON n.oid = co.collnamespace
 WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_collation', 'co.oid')}
+UNION ALL
+-- As pg_dump writes one: the parser, then one ADD MAPPING per token type, every name qualified.
+SELECT 'text search configuration', n.nspname, NULL, cf.cfgname::text,
+  format('CREATE TEXT SEARCH CONFIGURATION %I.%I (PARSER = %I.%I);', n.nspname, cf.cfgname, pn.nspname, pr.prsname)
+  || coalesce((SELECT string_agg(format(' ALTER TEXT SEARCH CONFIGURATION %I.%I ADD MAPPING FOR %I WITH %s;',
+         n.nspname, cf.cfgname, tt.alias, m.dicts), '' ORDER BY tt.alias)
+       FROM (SELECT mp.maptokentype, string_agg(quote_ident(dn.nspname) || '.' || quote_ident(di.dictname), ', ' ORDER BY mp.mapseqno) AS dicts
+         FROM pg_ts_config_map mp JOIN pg_ts_dict di ON di.oid = mp.mapdict JOIN pg_namespace dn ON dn.oid = di.dictnamespace
+         WHERE mp.mapcfg = cf.oid GROUP BY mp.maptokentype) m
+       JOIN ts_token_type(cf.cfgparser) tt ON tt.tokid = m.maptokentype), ''),
+  ${comment(`'TEXT SEARCH CONFIGURATION ' || quote_ident(n.nspname) || '.' || quote_ident(cf.cfgname)`, 'cf.oid', 'pg_ts_config')},
+  NULL
+FROM pg_ts_config cf JOIN pg_namespace n ON n.oid = cf.cfgnamespace
+JOIN pg_ts_parser pr ON pr.oid = cf.cfgparser JOIN pg_namespace pn ON pn.oid = pr.prsnamespace
+WHERE ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_ts_config', 'cf.oid')}
 UNION ALL
 SELECT 'trigger', n.nspname, c.relname, tg.tgname::text,
   pg_get_triggerdef(tg.oid) || ';' || CASE tg.tgenabled

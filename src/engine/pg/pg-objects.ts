@@ -22,6 +22,13 @@ import {
 } from './pg-normalize.ts';
 import { CollationDeclarationError, collationObject } from './pg-collations.ts';
 import { CompositeTypeDeclarationError, compositeTypeObject } from './pg-composite-types.ts';
+import {
+  TextSearchDeclarationError,
+  type TextSearchConfigDraft,
+  alterTextSearchConfig,
+  textSearchConfigDraft,
+  textSearchConfigObject,
+} from './pg-text-search.ts';
 
 /** A problem in one statement; the loader turns it into its own error with the statement's position. */
 export class ObjectDeclarationError extends Error {
@@ -399,6 +406,7 @@ type Draft =
   | AggregateDraft
   | CollationDraft
   | CompositeTypeDraft
+  | TextSearchConfigDraft
   | MatviewDraft
   | MatviewIndexDraft;
 
@@ -452,6 +460,16 @@ const functionId = (schema: string, name: string, args: string) =>
 const onTableId = (type: string, schema: string, table: string, name: string) =>
   JSON.stringify([type, schema, table, name]);
 
+/** Runs a text search step, its problem as the loader's own. */
+function textSearch<T>(step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof TextSearchDeclarationError) throw new ObjectDeclarationError(error.message);
+    throw error;
+  }
+}
+
 /** The defined objects of one desired state (or of the catalog), as they are declared. */
 export class PgObjects {
   private readonly drafts = new Map<string, Draft>();
@@ -490,6 +508,28 @@ export class PgObjects {
     if (this.drafts.has(id))
       throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
     this.drafts.set(id, { type: 'composite type', node: n, ...q, what });
+  }
+
+  addTextSearchConfig(n: AstNode, what: string): void {
+    const q = qualify(names(n['defnames']), this.ds);
+    const id = JSON.stringify(['text search configuration', q.schema, q.name]);
+    if (this.drafts.has(id))
+      throw new ObjectDeclarationError(`${what} is declared twice; keep one declaration`);
+    this.drafts.set(
+      id,
+      textSearch(() => textSearchConfigDraft(n, q.schema, q.name, what, this.ds)),
+    );
+  }
+
+  /** ALTER TEXT SEARCH CONFIGURATION … ADD/ALTER/DROP MAPPING: folded into the configuration. */
+  alterTextSearchConfig(n: AstNode): void {
+    const q = qualify(names(n['cfgname']), this.ds);
+    const d = this.drafts.get(JSON.stringify(['text search configuration', q.schema, q.name]));
+    if (d?.type !== 'text search configuration')
+      throw new ObjectDeclarationError(
+        `text search configuration ${q.schema}.${q.name} is altered before it is declared; declare it first (CREATE TEXT SEARCH CONFIGURATION)`,
+      );
+    textSearch(() => alterTextSearchConfig(d, n, this.ds));
   }
 
   addMatview(n: AstNode, what: string): void {
@@ -634,6 +674,13 @@ export class PgObjects {
         return setOn(
           this.drafts.get(JSON.stringify(['collation', q.schema, q.name])),
           `COLLATION ${q.schema}.${q.name}`,
+        );
+      }
+      case 'OBJECT_TSCONFIGURATION': {
+        const q = qualify(list, this.ds);
+        return setOn(
+          this.drafts.get(JSON.stringify(['text search configuration', q.schema, q.name])),
+          `TEXT SEARCH CONFIGURATION ${q.schema}.${q.name}`,
         );
       }
       case 'OBJECT_AGGREGATE': {
@@ -855,6 +902,8 @@ export class PgObjects {
           if (error instanceof CompositeTypeDeclarationError) throw new ObjectDeclarationError(error.message);
           throw error;
         }
+      case 'text search configuration':
+        return textSearchConfigObject(d, ds);
       case 'collation':
         try {
           return collationObject(d.node, d.schema, d.name, d.comment, d.what, ds);

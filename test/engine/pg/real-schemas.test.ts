@@ -21,12 +21,7 @@ const NAMES = readdirSync(DIR).sort();
 type Point = 'a' | 'b' | 'c' | 'd';
 
 /** What each schema needs that the engine does not manage yet; every entry is a known gap. */
-const GAPS: Readonly<Record<string, Partial<Record<Point, string>>>> = {
-  musicbrainz: {
-    b: 'text search configurations are not managed (listed as unmanaged), and its indexes and functions name musicbrainz.mb_simple: from empty the plan fails on apply',
-    c: 'needs (b)',
-  },
-};
+const GAPS: Readonly<Record<string, Partial<Record<Point, string>>>> = {};
 
 /** Roles a schema grants to: cluster objects, created before it is loaded. */
 const ROLES: Readonly<Record<string, readonly string[]>> = {

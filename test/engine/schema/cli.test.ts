@@ -162,7 +162,7 @@ describe('ptah schema CLI (postgres)', () => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     await c.query('CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$');
-    await c.query('CREATE TEXT SEARCH CONFIGURATION simple2 (COPY = simple)');
+    await c.query('CREATE TEXT SEARCH DICTIONARY simple2 (TEMPLATE = simple)');
     await c.end();
     const r = await ptah(['inspect', '--url', url, '--format', 'text']);
     noSecret(r);
@@ -170,7 +170,7 @@ describe('ptah schema CLI (postgres)', () => {
     assert.match(r.stdout, /table public\.Item \(2 columns/);
     assert.match(r.stdout, /\nobjects: 1\n/);
     assert.match(r.stdout, /\nfunction public\.f\(\)\n/);
-    assert.match(r.stdout, /unmanaged text search configuration public\.simple2 \(left alone\)/);
+    assert.match(r.stdout, /unmanaged text search dictionary public\.simple2 \(left alone\)/);
     const j = await ptah(['inspect', '--json'], { PTAH_DB_URL: url });
     const doc = JSON.parse(j.stdout) as { round_trips: number; counts: { tables: number; objects: number } };
     assert.equal(doc.counts.tables, 1);

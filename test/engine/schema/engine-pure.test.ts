@@ -185,3 +185,63 @@ describe('scope', () => {
     );
   });
 });
+
+describe('text search configurations', () => {
+  const base = `CREATE TEXT SEARCH CONFIGURATION s (PARSER = default);
+    ALTER TEXT SEARCH CONFIGURATION s ADD MAPPING FOR asciiword, word WITH english_stem;`;
+
+  test('created with one ADD MAPPING per list of dictionaries, names qualified', async () => {
+    const sql = plan(
+      await load(''),
+      await load(`${base}
+      ALTER TEXT SEARCH CONFIGURATION s ADD MAPPING FOR email WITH public.unaccent, simple;`),
+    );
+    assert.deepEqual(sql, [
+      'CREATE TEXT SEARCH CONFIGURATION "public"."s" (PARSER = "pg_catalog"."default")',
+      'ALTER TEXT SEARCH CONFIGURATION "public"."s" ADD MAPPING FOR "asciiword", "word" WITH "pg_catalog"."english_stem"',
+      'ALTER TEXT SEARCH CONFIGURATION "public"."s" ADD MAPPING FOR "email" WITH "public"."unaccent", "pg_catalog"."simple"',
+    ]);
+  });
+
+  test('a changed mapping is set in place: every declared token, the parser’s others dropped', async () => {
+    const sql = plan(
+      await load(base),
+      await load(`${base}
+      ALTER TEXT SEARCH CONFIGURATION s DROP MAPPING FOR word;`),
+    );
+    assert.equal(sql.length, 2);
+    assert.equal(
+      sql[0],
+      'ALTER TEXT SEARCH CONFIGURATION "public"."s" ALTER MAPPING FOR "asciiword" WITH "pg_catalog"."english_stem"',
+    );
+    assert.match(
+      sql[1] ?? '',
+      /^ALTER TEXT SEARCH CONFIGURATION "public"\."s" DROP MAPPING IF EXISTS FOR .*"word"/,
+    );
+    assert.doesNotMatch(sql[1] ?? '', /"asciiword"/);
+  });
+
+  test('a configuration constant compares as the catalog prints it', async () => {
+    const t = (e: string) => `${base} CREATE TABLE t (id int PRIMARY KEY, b text);
+      CREATE INDEX t_b ON t USING gin (${e});`;
+    const catalog = await load(t(`to_tsvector('s'::regconfig, b)`));
+    for (const e of [
+      `to_tsvector('public.s', b)`,
+      `to_tsvector('public.s'::regconfig, b)`,
+      `to_tsvector('S', b)`,
+    ])
+      assert.deepEqual(plan(catalog, await load(t(e))), [], e);
+    assert.notDeepEqual(plan(catalog, await load(t(`to_tsvector('other.s', b)`))), []);
+  });
+
+  test('an ALTER before its CREATE and a twice-mapped token are refused by position', async () => {
+    await assert.rejects(
+      load(`ALTER TEXT SEARCH CONFIGURATION s ADD MAPPING FOR word WITH simple;\n${base}`),
+      /test\.sql:1:1: text search configuration public\.s is altered before it is declared/,
+    );
+    await assert.rejects(
+      load(`${base}\nALTER TEXT SEARCH CONFIGURATION s ADD MAPPING FOR word WITH simple;`),
+      /test\.sql:3:1: text search configuration public\.s: token type word is mapped twice/,
+    );
+  });
+});
