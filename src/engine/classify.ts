@@ -5,6 +5,7 @@
 import type { Change, Classification, ClassifiedChange, DriftCategory } from './changes.ts';
 import type { TableWork } from './dialect.ts';
 import type { Column, DefinedObjectType, TypeRef } from './model.ts';
+import { PERSISTENCE_OPTION } from './model.ts';
 import { highestSeverity } from './plan-file.ts';
 
 const INT_RANK: Readonly<Record<string, number>> = { smallint: 1, integer: 2, bigint: 3 };
@@ -87,6 +88,11 @@ const c = (severity: Classification['severity'], reason: string, destructive = f
   destructive,
 });
 
+/** Whether a table becomes logged or unlogged (PostgreSQL rewrites it either way). */
+function persistenceChanges(c: Extract<Change, { kind: 'AlterTableOptions' }>): boolean {
+  return c.from[PERSISTENCE_OPTION] !== c.options[PERSISTENCE_OPTION];
+}
+
 export function classify(change: Change, dialectRisk?: DialectTypeRisk): Classification {
   switch (change.kind) {
     case 'CreateSchema':
@@ -116,10 +122,18 @@ export function classify(change: Change, dialectRisk?: DialectTypeRisk): Classif
     case 'DropTable':
       return c('destructive', 'drops a table and every row in it', true);
     case 'AlterTableOptions':
-      return c(
-        'warning',
-        'changes table options (MySQL engine, collation, row format: rebuilds the table; PostgreSQL storage parameters: apply to later writes)',
-      );
+      return persistenceChanges(change)
+        ? {
+            ...c(
+              'warning',
+              `makes the table ${change.options[PERSISTENCE_OPTION] === 'unlogged' ? 'UNLOGGED (not written to the WAL: emptied after a crash, not replicated)' : 'LOGGED (every row is written to the WAL)'}: rewrites the table under an exclusive lock`,
+            ),
+            rebuildsTable: true,
+          }
+        : c(
+            'warning',
+            'changes table options (MySQL engine, collation, row format: rebuilds the table; PostgreSQL storage parameters: apply to later writes)',
+          );
     case 'RenameTable':
       return c('warning', 'renames a table (declared): its rows are kept; clients using the old name break');
     case 'RenameColumn':

@@ -156,6 +156,12 @@ export interface Index {
  */
 export type TableOptions = Readonly<Record<string, string>>;
 
+/**
+ * PostgreSQL: the table option saying a table is not written to the WAL (`CREATE UNLOGGED TABLE`), with
+ * the value `unlogged`; a logged table has none. Not a storage parameter: no `WITH (...)` holds it.
+ */
+export const PERSISTENCE_OPTION = 'persistence';
+
 export interface Table {
   readonly kind: 'Table';
   readonly schema: string;

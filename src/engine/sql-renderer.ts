@@ -17,6 +17,8 @@ export interface RenderHooks {
   columnDefinition(column: Column): string;
   /** A table's name as statements spell it; by default schema-qualified. */
   qualify?(schema: string, name: string): string;
+  /** Words between CREATE and TABLE, each followed by a space (PostgreSQL: `UNLOGGED `). */
+  tablePrefix?(table: Table): string;
   /** Text after CREATE TABLE's closing parenthesis (MySQL: ENGINE, collation, COMMENT). */
   tableSuffix?(table: Table): string;
 }
@@ -87,7 +89,7 @@ export function sharedRenderer(h: RenderHooks): Pick<RendererTable, SharedKinds>
         ...c.table.constraints.map(constraint),
       ];
       return [
-        `CREATE TABLE ${q(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)${h.tableSuffix?.(c.table) ?? ''}`,
+        `CREATE ${h.tablePrefix?.(c.table) ?? ''}TABLE ${q(c.table.schema, c.table.name)} (\n  ${parts.join(',\n  ')}\n)${h.tableSuffix?.(c.table) ?? ''}`,
       ];
     },
     DropTable: (c) => [`DROP TABLE ${q(c.table.schema, c.table.name)}`],

@@ -30,7 +30,7 @@ import type {
   Unmanaged,
   View,
 } from '../model.ts';
-import { DEFAULT_SCHEMA, objectKey } from '../model.ts';
+import { DEFAULT_SCHEMA, PERSISTENCE_OPTION, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import { ObjectDeclarationError, PgObjects, isPlainAggregate } from './pg-objects.ts';
 import { partitionKey, partitionOf } from './pg-partitions.ts';
@@ -175,6 +175,8 @@ interface TableDraft {
   indexes: Index[];
   /** Storage parameters (`WITH (...)`), sorted `name=value` texts. */
   storage: string[];
+  /** CREATE UNLOGGED TABLE. */
+  unlogged: boolean;
   comment?: string;
   partitionBy?: Expr;
   partitionOf?: PartitionOf;
@@ -587,6 +589,7 @@ export class DesiredStateBuilder {
       constraints: [],
       indexes: [],
       storage: storageParameters(n['options'], true, what),
+      unlogged: isRecord(n['relation']) && n['relation']['relpersistence'] === 'u',
       settings: noSettings(),
     };
     if (isRecord(n['partspec'])) t.partitionBy = partitionKey(n['partspec'], this.defaultSchema);
@@ -1252,7 +1255,14 @@ export class DesiredStateBuilder {
         columns: t.partitionOf !== undefined ? [] : t.columns.map((c) => Object.freeze({ ...c })),
         constraints,
         indexes: t.indexes,
-        ...(t.storage.length > 0 ? { options: asTableOptions(t.storage) } : {}),
+        ...(t.storage.length > 0 || t.unlogged
+          ? {
+              options: {
+                ...asTableOptions(t.storage),
+                ...(t.unlogged ? { [PERSISTENCE_OPTION]: 'unlogged' } : {}),
+              },
+            }
+          : {}),
         ...(t.comment !== undefined ? { comment: t.comment } : {}),
       });
     }

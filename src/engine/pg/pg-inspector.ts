@@ -64,7 +64,7 @@ const Q_RELATIONS = `SELECT c.oid::text AS oid, n.nspname AS schema, c.relname A
   (SELECT quote_ident(pn.nspname) || '.' || quote_ident(pc.relname) FROM pg_inherits pi
      JOIN pg_class pc ON pc.oid = pi.inhparent JOIN pg_namespace pn ON pn.oid = pc.relnamespace
    WHERE c.relispartition AND pi.inhrelid = c.oid) AS part_parent,
-  array_to_json(c.reloptions)::text AS options,
+  array_to_json(c.reloptions)::text AS options, c.relpersistence AS persistence,
   (SELECT array_to_json(tc.reloptions)::text FROM pg_class tc WHERE tc.oid = c.reltoastrelid) AS toast_options
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND ${USER_SCHEMA} AND ${NOT_EXTENSION_MEMBER('pg_class', 'c.oid')}
@@ -330,14 +330,16 @@ export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaM
       ...catalogParameters(r['options']),
       ...catalogParameters(r['toast_options'], 'toast.'),
     ]);
+    const unlogged = r['persistence'] === 'u' ? 'UNLOGGED ' : '';
     if (partition) {
       // Its columns are its parent's (the columns query leaves them out); its own constraints are listed.
       const own = elements.length > 0 ? ` (${elements.join(', ')})` : '';
       partitions.push(
-        `CREATE TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy}${storage};`,
+        `CREATE ${unlogged}TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy}${storage};`,
       );
-    } else if (partitionBy === '' && storage === '') out.push({ schema, name, columns, constraints });
-    else out.push(`CREATE TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
+    } else if (partitionBy === '' && storage === '' && unlogged === '')
+      out.push({ schema, name, columns, constraints });
+    else out.push(`CREATE ${unlogged}TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
       (partition ? partitions : out).push(`${str(i['def'])};`);

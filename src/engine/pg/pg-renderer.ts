@@ -4,7 +4,8 @@
  * Every identifier is quoted.
  */
 import type { Change, CommentTarget } from '../changes.ts';
-import type { Column, Index, Sequence } from '../model.ts';
+import type { Column, Index, Sequence, Table } from '../model.ts';
+import { PERSISTENCE_OPTION } from '../model.ts';
 import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { identityClause, identitySetActions } from './pg-identity.ts';
@@ -63,11 +64,14 @@ function commentTarget(t: CommentTarget): string {
   return `${t.objectType} ${quoteQualified(t.schema, t.name)}`;
 }
 
+const tablePrefix = (t: Table) => (t.options?.[PERSISTENCE_OPTION] === 'unlogged' ? 'UNLOGGED ' : '');
+
 const SHARED = sharedRenderer({
   quoteIdent,
   quoteLiteral,
   renderType,
   columnDefinition,
+  tablePrefix,
   tableSuffix: (t) =>
     `${t.partitionBy !== undefined ? ` PARTITION BY ${t.partitionBy.text}` : ''}${withClause(fromTableOptions(t.options))}`,
 });
@@ -80,7 +84,7 @@ const RENDER: RendererTable = {
     if (p === undefined) return SHARED.CreateTable(c);
     const t = quoteQualified(c.table.schema, c.table.name);
     return [
-      `CREATE TABLE ${t} PARTITION OF ${quoteQualified(p.schema, p.table)} ${p.bound}${c.table.partitionBy !== undefined ? ` PARTITION BY ${c.table.partitionBy.text}` : ''}${withClause(fromTableOptions(c.table.options))}`,
+      `CREATE ${tablePrefix(c.table)}TABLE ${t} PARTITION OF ${quoteQualified(p.schema, p.table)} ${p.bound}${c.table.partitionBy !== undefined ? ` PARTITION BY ${c.table.partitionBy.text}` : ''}${withClause(fromTableOptions(c.table.options))}`,
       ...c.table.constraints.flatMap((k) =>
         SHARED.AddConstraint({ kind: 'AddConstraint', table: c.table, constraint: k }),
       ),
@@ -91,15 +95,20 @@ const RENDER: RendererTable = {
     const to = fromTableOptions(c.options);
     const set = to.filter((p) => !fromTableOptions(c.from).includes(p));
     const reset = Object.keys(c.from)
-      .filter((k) => c.options[k] === undefined)
+      .filter((k) => c.options[k] === undefined && k !== PERSISTENCE_OPTION)
       .sort();
     const actions = [
       ...(set.length > 0 ? [`SET (${parameterList(set)})`] : []),
       ...(reset.length > 0 ? [`RESET (${reset.map(parameterName).join(', ')})`] : []),
     ];
-    return actions.length === 0
-      ? []
-      : [`ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} ${actions.join(', ')}`];
+    const table = quoteQualified(c.table.schema, c.table.name);
+    const unlogged = c.options[PERSISTENCE_OPTION] === 'unlogged';
+    return [
+      ...(actions.length === 0 ? [] : [`ALTER TABLE ${table} ${actions.join(', ')}`]),
+      ...(unlogged !== (c.from[PERSISTENCE_OPTION] === 'unlogged')
+        ? [`ALTER TABLE ${table} SET ${unlogged ? 'UNLOGGED' : 'LOGGED'}`]
+        : []),
+    ];
   },
   CreateSchema: (c) => [
     `CREATE SCHEMA ${quoteIdent(c.schema)}`,

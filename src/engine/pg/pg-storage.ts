@@ -1,12 +1,12 @@
 /**
  * Storage clauses of PostgreSQL tables, indexes and constraint indexes. Storage parameters (`WITH (...)`)
  * are managed: read from the desired SQL and from the catalog's reloptions in one spelling, compared, and
- * rendered. The clauses the engine does not manage (tablespaces, access methods, UNLOGGED, column STORAGE
- * and COMPRESSION, ...) are refused by name rather than read and dropped, so a plan never reports converged
- * while leaving out something the desired state says.
+ * rendered; so is UNLOGGED (a table option, PERSISTENCE_OPTION). The clauses the engine does not manage
+ * (tablespaces, access methods, column STORAGE and COMPRESSION, ...) are refused by name rather than read
+ * and dropped, so a plan never reports converged while leaving out something the desired state says.
  */
 import type { Change } from '../changes.ts';
-import { objectKey } from '../model.ts';
+import { PERSISTENCE_OPTION, objectKey } from '../model.ts';
 import type { Session } from '../session.ts';
 import { DesiredStateError } from './pg-desired.ts';
 import { type AstNode, isRecord, names, quoteIdent, quoteLiteral } from './pg-normalize.ts';
@@ -97,8 +97,10 @@ export function asTableOptions(params: readonly string[]): Record<string, string
   return o;
 }
 
+/** A table's storage parameters (its persistence is an option, not a parameter). */
 export function fromTableOptions(o: Readonly<Record<string, string>> | undefined): string[] {
   return Object.keys(o ?? {})
+    .filter((k) => k !== PERSISTENCE_OPTION)
     .sort()
     .map((k) => `${k}=${o?.[k] ?? ''}`);
 }
@@ -110,8 +112,6 @@ const refuse = (what: string, clause: string, fix: string): never => {
 /** CREATE TABLE clauses the model does not hold. */
 export function refuseUnmanagedTableClauses(n: AstNode, what: string): void {
   const persistence = isRecord(n['relation']) ? n['relation']['relpersistence'] : undefined;
-  if (persistence === 'u')
-    refuse(what, 'UNLOGGED', 'declare the table logged, or manage it with a migration');
   if (persistence === 't')
     refuse(what, 'a temporary table', 'a desired state declares lasting objects: remove it');
   if (n['tablespacename'] !== undefined)
