@@ -87,6 +87,8 @@ export type Change =
   | { readonly kind: 'SetIdentity'; readonly table: TableRef; readonly column: Column }
   | { readonly kind: 'DropIdentity'; readonly table: TableRef; readonly column: Column }
   | { readonly kind: 'AddConstraint'; readonly table: TableRef; readonly constraint: Constraint }
+  /** A live NOT VALID check or foreign key (PostgreSQL) the desired state declares valid: its rows are checked. */
+  | { readonly kind: 'ValidateConstraint'; readonly table: TableRef; readonly constraint: Constraint }
   | { readonly kind: 'DropConstraint'; readonly table: TableRef; readonly constraint: Constraint }
   | { readonly kind: 'CreateIndex'; readonly table: TableRef; readonly index: Index }
   | { readonly kind: 'DropIndex'; readonly table: TableRef; readonly index: Index }
@@ -215,6 +217,7 @@ const TABLE_OF: TableOf = {
   SetIdentity: own,
   DropIdentity: own,
   AddConstraint: own,
+  ValidateConstraint: own,
   DropConstraint: own,
   CreateIndex: own,
   DropIndex: own,

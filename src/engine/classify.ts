@@ -181,6 +181,11 @@ export function classify(change: Change, dialectRisk?: DialectTypeRisk): Classif
       return c('info', 'changes how an identity column is generated');
     case 'DropIdentity':
       return c('warning', 'removes identity generation from a column');
+    case 'ValidateConstraint':
+      return c(
+        'warning',
+        `validates a NOT VALID ${change.constraint.kind === 'ForeignKey' ? 'foreign key' : 'check constraint'}: scans every row of the table (writes go on: SHARE UPDATE EXCLUSIVE lock), and fails if a row breaks it`,
+      );
     case 'AddConstraint': {
       const k = change.constraint.kind;
       if (k === 'ForeignKey')

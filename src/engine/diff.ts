@@ -589,6 +589,7 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   // Constraints and indexes that change are dropped and re-added.
   const dropCons: Constraint[] = [...cons.removed];
   const addCons: Constraint[] = [...cons.added];
+  const validateCons: Constraint[] = [];
   for (const [l, d] of cons.matched) {
     if (l.kind === 'PrimaryKey' && d.kind === 'PrimaryKey' && d.name === undefined) {
       if (constraintKey(l) !== constraintKey(d)) {
@@ -600,7 +601,9 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
     if (constraintKey(l) !== constraintKey(d)) {
       dropCons.push(l);
       addCons.push(d);
-    }
+    } else if (isNotValid(l) && !isNotValid(d) && l.name !== undefined)
+      // Declared NOT VALID while live is valid asks for less than there is: nothing to do.
+      validateCons.push(l);
   }
   const dropIdx: Index[] = [...idx.removed];
   const addIdx: Index[] = [...idx.added];
@@ -648,6 +651,7 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   if (JSON.stringify(sortedOptions(live.options)) !== JSON.stringify(sortedOptions(t.options)))
     push({ kind: 'AlterTableOptions', table: tr, from: live.options ?? {}, options: t.options ?? {} });
   for (const c of sortConstraints(addCons)) push({ kind: 'AddConstraint', table: tr, constraint: c });
+  for (const c of validateCons) push({ kind: 'ValidateConstraint', table: tr, constraint: c });
   for (const c of addCons) pushConstraintComment(tr, c, undefined, push);
   for (const [l, d] of cons.matched)
     if (!addCons.includes(d) && l.comment !== d.comment) pushConstraintComment(tr, d, l, push);
@@ -821,6 +825,9 @@ function pick(r: RowValues, cols: readonly string[]): RowValues {
   return o;
 }
 
+/** A check or foreign key added without checking the rows already there (PostgreSQL's NOT VALID). */
+const isNotValid = (c: Constraint) => (c.kind === 'Check' || c.kind === 'ForeignKey') && c.notValid === true;
+
 /** Statement phases: the order that lets every statement find what it depends on. */
 function phase(c: Change): number {
   switch (c.kind) {
@@ -870,6 +877,8 @@ function phase(c: Change): number {
       return 12.5;
     case 'AddConstraint':
       return c.constraint.kind === 'ForeignKey' ? 15 : 13;
+    case 'ValidateConstraint': // after the reference rows, which it checks too
+      return 16.5;
     case 'CreateIndex':
       return 14;
     case 'InsertRow':

@@ -82,7 +82,10 @@ export interface CheckConstraint {
   /** PostgreSQL: COMMENT ON CONSTRAINT (not compared with the definition). */
   readonly comment?: string;
   readonly expression: Expr;
-  /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
+  /**
+   * Added without checking existing rows (PostgreSQL's NOT VALID). Rendered; not part of the key: a live
+   * NOT VALID one declared valid is validated, a live valid one declared NOT VALID is left (it holds more).
+   */
   readonly notValid?: boolean;
   /** PostgreSQL: NO INHERIT, the check holds on this table only, not on its children. */
   readonly noInherit?: boolean;
@@ -112,7 +115,10 @@ export interface ForeignKey {
   readonly matchFull: boolean;
   readonly deferrable: boolean;
   readonly initiallyDeferred: boolean;
-  /** Added without checking existing rows (PostgreSQL's NOT VALID). Rendered, not compared. */
+  /**
+   * Added without checking existing rows (PostgreSQL's NOT VALID). Rendered; not part of the key: a live
+   * NOT VALID one declared valid is validated, a live valid one declared NOT VALID is left (it holds more).
+   */
   readonly notValid?: boolean;
 }
 

@@ -133,6 +133,7 @@ const WORK: { readonly [K in Change['kind']]: WorkRule<K> } = {
   DropExtension: NONE,
   CreateEnum: NONE,
   AddEnumValue: NONE,
+  ValidateConstraint: NONE,
   DropEnum: NONE,
   CreateSequence: NONE,
   AlterSequence: NONE,

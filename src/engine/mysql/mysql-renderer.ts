@@ -134,6 +134,8 @@ const RENDER: RendererTable = {
   DropExtension: NONE,
   CreateEnum: NONE,
   AddEnumValue: NONE,
+  // MySQL has no NOT VALID constraints: its loader never declares one.
+  ValidateConstraint: NONE,
   DropEnum: NONE,
   CreateSequence: NONE,
   AlterSequence: NONE,

@@ -110,6 +110,9 @@ const RENDER: RendererTable = {
         : []),
     ];
   },
+  ValidateConstraint: (c) => [
+    `ALTER TABLE ${quoteQualified(c.table.schema, c.table.name)} VALIDATE CONSTRAINT ${quoteIdent(c.constraint.name ?? '')}`,
+  ],
   CreateSchema: (c) => [
     `CREATE SCHEMA ${quoteIdent(c.schema)}`,
     ...(c.comment !== undefined
