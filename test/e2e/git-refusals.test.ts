@@ -13,67 +13,24 @@
 //   refused by the runner before Ptah starts.
 // The cases are independent (their own repository, database and resource) and run concurrently.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
-import { startGitServer, type GitServer } from '../env/git-server.ts';
+import { gitSource, sha256, startGitFixture, type GitAccess, type GitFixture } from './git-fixture.ts';
 import { at, createSecret, eventually, query, useE2E, type E2E } from './harness.ts';
 
 const { skip, e2e } = useE2E();
-const run = promisify(execFile);
 
 const ORDERS = `CREATE TABLE public.orders (id bigint PRIMARY KEY, note text NOT NULL);\n`;
 /** Another host key than the server's, for known hosts that do not pin it. */
 const OTHER_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBr7ahp2Dr5LwWSHT3lQ6HcjbaFOWIY7cS6f0Jm2zWsH';
 const WAIT_MS = 240_000;
 
-let server: GitServer;
-let work: string;
-let gitEnv: NodeJS.ProcessEnv;
-
-async function git(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('git', args, { cwd, env: gitEnv, timeout: 30_000 });
-  return stdout.trim();
-}
-
-const sha256 = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
-
-/** A working tree whose commits are pushed straight into the bare repository on disk. */
-async function repository(name: string) {
-  const remote = await server.createRepository(name);
-  const tree = join(work, `tree-${name}`);
-  await git(['init', '--quiet', '--initial-branch=main', tree], work);
-  const write = (files: Record<string, string>) => {
-    for (const [path, content] of Object.entries(files)) {
-      mkdirSync(join(tree, path, '..'), { recursive: true });
-      writeFileSync(join(tree, path), content);
-    }
-  };
-  return {
-    ...remote,
-    tree,
-    /** Writes the files, stages everything (and runs `stage` for what a work tree cannot hold), commits. */
-    async commit(
-      files: Record<string, string>,
-      message: string,
-      stage?: () => Promise<unknown>,
-    ): Promise<string> {
-      write(files);
-      await git(['add', '-A'], tree);
-      await stage?.();
-      await git(['commit', '--quiet', '--allow-empty', '-m', message], tree);
-      return git(['rev-parse', 'HEAD'], tree);
-    },
-    push: (...refspecs: string[]) => git(['push', '--quiet', '--force', remote.dir, ...refspecs], tree),
-  };
-}
+let fixture: GitFixture;
+const git = (args: string[], cwd: string) => fixture.git(args, cwd);
 
 /** Migration files under `migrations/`, with the ptah.sum the engine checks, as a tree's files. */
 function migrationFiles(tree: string, files: Record<string, string>): void {
@@ -89,24 +46,6 @@ const AMOUNT = {
   '20260102000000_amount.sql': 'ALTER TABLE ledger ADD COLUMN amount numeric NOT NULL DEFAULT 0;\n',
 };
 const NOTE = { '20260103000000_note.sql': 'ALTER TABLE ledger ADD COLUMN note text;\n' };
-
-type Access = { https: true } | { ssh: string; knownHosts: string };
-
-function gitSource(url: string, ref: Record<string, string>, path: string, access: Access) {
-  return {
-    git: {
-      repository: url,
-      ...ref,
-      path,
-      ...('https' in access
-        ? { credentialsSecretRef: { name: 'git' }, caConfigMapRef: { name: 'git-ca', key: 'ca.crt' } }
-        : {
-            credentialsSecretRef: { name: access.ssh },
-            knownHostsConfigMapRef: { name: access.knownHosts, key: 'known_hosts' },
-          }),
-    },
-  };
-}
 
 type Kind = 'ptahschemas' | 'ptahmigrations';
 interface Condition {
@@ -260,7 +199,7 @@ async function sshAccess(
   name: string,
   knownHosts: string,
   grants: { host?: string; knownHostsSHA256?: string } = {},
-): Promise<Access> {
+): Promise<GitAccess> {
   await t.core.createNamespacedConfigMap({
     namespace: t.namespace,
     body: { metadata: { name: `${name}-known-hosts` }, data: { known_hosts: knownHosts } },
@@ -270,8 +209,8 @@ async function sshAccess(
     body: {
       metadata: { name },
       stringData: {
-        'ssh-privatekey': readFileSync(server.clientKeyFile, 'utf8'),
-        host: grants.host ?? `127.0.0.1:${server.sshPort}`,
+        'ssh-privatekey': readFileSync(fixture.server.clientKeyFile, 'utf8'),
+        host: grants.host ?? `127.0.0.1:${fixture.server.sshPort}`,
         knownHostsSHA256: grants.knownHostsSHA256 ?? sha256(knownHosts),
       },
     },
@@ -282,40 +221,16 @@ async function sshAccess(
 describe('Git sources refused with the reason Ptah gave, and recovered', { skip, concurrency: true }, () => {
   before(async () => {
     if (skip) return;
-    work = mkdtempSync(join(tmpdir(), 'ptah-e2e-git-refusals-'));
-    const home = join(work, 'home');
-    mkdirSync(home);
-    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Ptah Test\n\temail = test@ptah.invalid\n');
-    gitEnv = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
-    server = await startGitServer({ tls: true, httpAuth: true });
-    const ca = readFileSync(server.caFile!, 'utf8');
-    const t = e2e();
-    await t.core.createNamespacedSecret({
-      namespace: t.namespace,
-      body: {
-        metadata: { name: 'git' },
-        stringData: {
-          username: server.httpAuth!.username,
-          password: server.httpAuth!.password,
-          host: new URL(server.httpBaseUrl).host,
-          caSHA256: sha256(ca),
-        },
-      },
-    });
-    await t.core.createNamespacedConfigMap({
-      namespace: t.namespace,
-      body: { metadata: { name: 'git-ca' }, data: { 'ca.crt': ca } },
-    });
+    fixture = await startGitFixture(e2e(), 'git-refusals');
   });
   after(async () => {
-    await server?.stop();
-    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   it('PtahMigration: a force-push before the Apply is refused by the fetch, nothing runs, and the next Resolve recovers', async () => {
     const t = e2e();
     const name = 'git-force-push';
-    const repo = await repository('force-push');
+    const repo = await fixture.repository('force-push');
     migrationFiles(repo.tree, LEDGER);
     const first = await repo.commit({}, 'ledger');
     await repo.push('main');
@@ -361,7 +276,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
   it('PtahSchema: a commit no ref names is refused before anything is fetched, and accepted once the server gives any commit by id', async () => {
     const t = e2e();
     const name = 'git-pinned';
-    const repo = await repository('pinned');
+    const repo = await fixture.repository('pinned');
     const pinned = await repo.commit({ 'db/schema.sql': ORDERS }, 'orders');
     await repo.commit({ 'README.md': 'on top\n' }, 'on top');
     await repo.push('main');
@@ -380,7 +295,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     const resolved = condition(await read('ptahschemas', name), 'ArtifactResolved');
     assert.equal(resolved?.status, 'False');
     assert.equal(resolved?.reason, 'SourceRefused');
-    const requests = server.httpRequests().filter((r) => r.path.startsWith('/pinned.git/'));
+    const requests = fixture.server.httpRequests().filter((r) => r.path.startsWith('/pinned.git/'));
     assert.ok(
       requests.some((r) => r.path === '/pinned.git/info/refs' && r.status === 200),
       'the advertisement was read',
@@ -397,7 +312,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     await inSyncAt('ptahschemas', name, pinned);
     assert.deepEqual(await tables(url), ['orders']);
     assert.ok(
-      server.httpRequests().some((r) => r.path === '/pinned.git/git-upload-pack' && r.status === 200),
+      fixture.server.httpRequests().some((r) => r.path === '/pinned.git/git-upload-pack' && r.status === 200),
       'fetched by its id',
     );
   });
@@ -405,7 +320,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
   it('PtahSchema: a commit at a branch tip is accepted; a push on top refuses the next Resolve, and what was applied stays', async () => {
     const t = e2e();
     const name = 'git-pinned-tip';
-    const repo = await repository('pinned-tip');
+    const repo = await fixture.repository('pinned-tip');
     const pinned = await repo.commit({ 'db/schema.sql': ORDERS }, 'orders');
     await repo.push('main');
     const url = await create(
@@ -437,13 +352,13 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
 
   it('PtahSchema: a submodule and an LFS pointer at the selected path are each refused with Ptah’s last line', async () => {
     const t = e2e();
-    const submodule = await repository('submodule');
+    const submodule = await fixture.repository('submodule');
     const vendored = 'a'.repeat(40);
     const withSubmodule = await submodule.commit({ 'db/schema.sql': ORDERS }, 'a submodule in db', () =>
       git(['update-index', '--add', '--cacheinfo', `160000,${vendored},db/vendor`], submodule.tree),
     );
     await submodule.push('main');
-    const lfs = await repository('lfs');
+    const lfs = await fixture.repository('lfs');
     const withPointer = await lfs.commit(
       {
         'db/schema.sql': ORDERS,
@@ -486,24 +401,24 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
 
   it('SSH with pinned known hosts as UID 65532: both families reach InSync; a key the known hosts do not pin, and a Secret that grants another host or other known hosts, are refused', async () => {
     const t = e2e();
-    const repo = await repository('over-ssh');
+    const repo = await fixture.repository('over-ssh');
     migrationFiles(repo.tree, LEDGER);
     const commit = await repo.commit({ 'db/schema.sql': ORDERS }, 'schema and migrations');
     await repo.push('main');
-    const pinned = await sshAccess(t, 'git-ssh', `${server.knownHosts}\n`);
+    const pinned = await sshAccess(t, 'git-ssh', `${fixture.server.knownHosts}\n`);
     const otherKey = await sshAccess(
       t,
       'git-ssh-other-key',
-      `${server.knownHosts.replace(/ssh-ed25519 \S+$/, OTHER_KEY)}\n`,
+      `${fixture.server.knownHosts.replace(/ssh-ed25519 \S+$/, OTHER_KEY)}\n`,
     );
     const noLine = await sshAccess(t, 'git-ssh-no-line', `[example.invalid]:22 ${OTHER_KEY}\n`);
     // The runner refuses these before Ptah starts: the credential is granted to another authority, and the
     // known hosts mounted are not the bytes the Secret names.
-    const otherHost = await sshAccess(t, 'git-ssh-other-host', `${server.knownHosts}\n`, {
+    const otherHost = await sshAccess(t, 'git-ssh-other-host', `${fixture.server.knownHosts}\n`, {
       host: '127.0.0.1:1',
     });
-    const otherBytes = await sshAccess(t, 'git-ssh-other-bytes', `${server.knownHosts}\n`, {
-      knownHostsSHA256: sha256(`${server.knownHosts}\n# another file\n`),
+    const otherBytes = await sshAccess(t, 'git-ssh-other-bytes', `${fixture.server.knownHosts}\n`, {
+      knownHostsSHA256: sha256(`${fixture.server.knownHosts}\n# another file\n`),
     });
     const branch = { branch: 'main' };
     const [schemaUrl, migrationUrl] = await Promise.all([
@@ -542,17 +457,17 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     const noLineRefused = await refusal('ptahschemas', 'git-ssh-no-line', 'SourceRefused');
     assert.equal(
       noLineRefused.message,
-      `refs/heads/main of ${repo.sshUrl} could not be resolved: ptah git: HostKeyNotPinned: the known hosts do not pin [127.0.0.1]:${server.sshPort}'s host key; add its known_hosts line to the source's credential`,
+      `refs/heads/main of ${repo.sshUrl} could not be resolved: ptah git: HostKeyNotPinned: the known hosts do not pin [127.0.0.1]:${fixture.server.sshPort}'s host key; add its known_hosts line to the source's credential`,
     );
     const otherHostRefused = await refusal('ptahschemas', 'git-ssh-other-host', 'SourceRefused');
     assert.equal(
       otherHostRefused.message,
-      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret grants 127.0.0.1:1, not 127.0.0.1:${server.sshPort}; the credential is not sent`,
+      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret grants 127.0.0.1:1, not 127.0.0.1:${fixture.server.sshPort}; the credential is not sent`,
     );
     const otherBytesRefused = await refusal('ptahschemas', 'git-ssh-other-bytes', 'SourceRefused');
     assert.equal(
       otherBytesRefused.message,
-      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret's knownHostsSHA256 does not name the bytes of the file it grants (${sha256(`${server.knownHosts}\n`)})`,
+      `refs/heads/main of ${repo.sshUrl} could not be resolved: the Git Secret's knownHostsSHA256 does not name the bytes of the file it grants (${sha256(`${fixture.server.knownHosts}\n`)})`,
     );
   });
 });

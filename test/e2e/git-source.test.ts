@@ -1,22 +1,18 @@
 // Both families from Git sources end to end: the real Git server (git http-backend over HTTPS with basic
 // auth and its own CA), the Resolve Job and the fetch-source init container. A branch, a tag and a commit
-// source reach InSync for a PtahSchema, a PtahMigration from a branch reaches InSync, an edit outside the
-// path keeps the plan and one inside retires it, and the Git password is only where the routing table
-// allows it.
+// source reach InSync for both families, an edit outside the path keeps the plan while one inside it, or
+// the same files at another path or in another repository, retires it, and the Git password is only where
+// the routing table allows it.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
-import { startGitServer, type GitServer } from '../env/git-server.ts';
+import { gitSource, startGitFixture, type GitFixture } from './git-fixture.ts';
 import {
   at,
   createSecret,
@@ -30,50 +26,11 @@ import {
 } from './harness.ts';
 
 const { skip, e2e } = useE2E();
-const run = promisify(execFile);
 
 const ORDERS = `CREATE TABLE public.orders (id bigint PRIMARY KEY, note text NOT NULL);\n`;
 const INVOICES = `CREATE TABLE public.invoices (id bigint PRIMARY KEY);\n`;
 
-let server: GitServer;
-let work: string;
-let gitEnv: NodeJS.ProcessEnv;
-
-async function git(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('git', args, { cwd, env: gitEnv, timeout: 30_000 });
-  return stdout.trim();
-}
-
-/** A working tree whose commits are pushed straight into the bare repository on disk. */
-async function repository(name: string) {
-  const remote = await server.createRepository(name);
-  const tree = join(work, `tree-${name}`);
-  await git(['init', '--quiet', '--initial-branch=main', tree], work);
-  return {
-    url: remote.httpUrl,
-    async commit(files: Record<string, string>, message: string): Promise<string> {
-      for (const [path, content] of Object.entries(files)) {
-        mkdirSync(join(tree, path, '..'), { recursive: true });
-        writeFileSync(join(tree, path), content);
-      }
-      await git(['add', '-A'], tree);
-      await git(['commit', '--quiet', '--allow-empty', '-m', message], tree);
-      return git(['rev-parse', 'HEAD'], tree);
-    },
-    tag: (name: string) => git(['tag', '-a', '-m', name, name], tree),
-    push: (...refspecs: string[]) => git(['push', '--quiet', '--force', remote.dir, ...refspecs], tree),
-  };
-}
-
-const gitSource = (url: string, ref: Record<string, string>, path: string) => ({
-  git: {
-    repository: url,
-    ...ref,
-    path,
-    credentialsSecretRef: { name: 'git' },
-    caConfigMapRef: { name: 'git-ca', key: 'ca.crt' },
-  },
-});
+let fixture: GitFixture;
 
 async function createGitSchema(
   t: E2E,
@@ -144,46 +101,22 @@ async function tables(url: string): Promise<unknown[]> {
 describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
   before(async () => {
     if (skip) return;
-    work = mkdtempSync(join(tmpdir(), 'ptah-e2e-git-'));
-    const home = join(work, 'home');
-    mkdirSync(home);
-    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Ptah Test\n\temail = test@ptah.invalid\n');
-    gitEnv = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
-    server = await startGitServer({ tls: true, httpAuth: true });
-    const ca = readFileSync(server.caFile!, 'utf8');
-    const t = e2e();
-    await t.core.createNamespacedSecret({
-      namespace: t.namespace,
-      body: {
-        metadata: { name: 'git' },
-        stringData: {
-          username: server.httpAuth!.username,
-          password: server.httpAuth!.password,
-          host: new URL(server.httpBaseUrl).host,
-          caSHA256: `sha256:${createHash('sha256').update(ca).digest('hex')}`,
-        },
-      },
-    });
-    await t.core.createNamespacedConfigMap({
-      namespace: t.namespace,
-      body: { metadata: { name: 'git-ca' }, data: { 'ca.crt': ca } },
-    });
+    fixture = await startGitFixture(e2e(), 'git');
   });
   after(async () => {
-    await server?.stop();
-    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   it('a branch, a tag and a commit source reach InSync, each resolved to the commit it names', async () => {
     const t = e2e();
-    const repo = await repository('schemas');
+    const repo = await fixture.repository('schemas');
     const first = await repo.commit({ 'db/schema.sql': ORDERS, 'README.md': 'outside the path\n' }, 'first');
     await repo.tag('v1');
     await repo.push('main', 'v1');
     const sources = {
-      branch: gitSource(repo.url, { branch: 'main' }, 'db'),
-      tag: gitSource(repo.url, { tag: 'v1' }, 'db'),
-      commit: gitSource(repo.url, { commit: first }, 'db'),
+      branch: gitSource(repo.httpUrl, { branch: 'main' }, 'db'),
+      tag: gitSource(repo.httpUrl, { tag: 'v1' }, 'db'),
+      commit: gitSource(repo.httpUrl, { commit: first }, 'db'),
     };
     const urls: Record<string, string> = {};
     for (const [kind, desired] of Object.entries(sources))
@@ -196,7 +129,7 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
       assert.equal(condition(s, 'ArtifactVerified'), undefined, `${kind}: no Verify for a Git source`);
       const res = s.status!.resolution!;
       assert.equal(res.sourceType, 'Git');
-      assert.equal(res.repository, repo.url);
+      assert.equal(res.repository, repo.httpUrl);
       assert.equal(res.path, 'db');
       assert.equal(res.commit, first);
       assert.equal(res.ref, { branch: 'refs/heads/main', tag: 'refs/tags/v1', commit: first }[kind]);
@@ -212,10 +145,10 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
 
   it('an edit outside the path keeps the plan; an edit inside it, or the same files at another path or in another repository, retires it', async () => {
     const t = e2e();
-    const repo = await repository('edits');
+    const repo = await fixture.repository('edits');
     await repo.commit({ 'db/schema.sql': ORDERS, 'README.md': 'one\n' }, 'first');
     await repo.push('main');
-    await createGitSchema(t, 'git-edits', gitSource(repo.url, { branch: 'main' }, 'db'), {
+    await createGitSchema(t, 'git-edits', gitSource(repo.httpUrl, { branch: 'main' }, 'db'), {
       apply: 'OnApproval',
     });
     const waiting = await waitForPhase(t, 'git-edits', ['AwaitingApproval', 'Failed', 'Blocked'], 300_000);
@@ -259,13 +192,13 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
     // The same files at another path, then in another repository: the plan binds where they came from too.
     await repo.commit({ 'copy/schema.sql': ORDERS + INVOICES }, 'the same files at another path');
     await repo.push('main');
-    const copy = await repository('edits-copy');
+    const copy = await fixture.repository('edits-copy');
     await copy.commit({ 'copy/schema.sql': ORDERS + INVOICES }, 'the same files in another repository');
     await copy.push('main');
     let previous = retired;
     for (const [what, git] of [
       ['another path', { path: 'copy' }],
-      ['another repository', { repository: copy.url }],
+      ['another repository', { repository: copy.httpUrl }],
     ] as const) {
       await patchGit('git-edits', git);
       const moved = await eventually(
@@ -286,7 +219,10 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
         retired.status?.resolution?.contentDigest,
         `${what}: the same files`,
       );
-      assert.equal(moved.status?.resolution?.repository, what === 'another repository' ? copy.url : repo.url);
+      assert.equal(
+        moved.status?.resolution?.repository,
+        what === 'another repository' ? copy.httpUrl : repo.httpUrl,
+      );
       assert.equal(moved.status?.resolution?.path, 'copy');
       previous = moved;
     }
@@ -294,8 +230,8 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
 
   it('a PtahMigration from a branch, a tag and a commit reaches InSync', async () => {
     const t = e2e();
-    const repo = await repository('ledger');
-    const dir = join(work, 'tree-ledger', 'migrations');
+    const repo = await fixture.repository('ledger');
+    const dir = join(repo.tree, 'migrations');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, '20260101000000_ledger.sql'), 'CREATE TABLE ledger (id bigint PRIMARY KEY);\n');
     writeFileSync(
@@ -324,7 +260,7 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
               coordinationKey: name,
               urlFrom: { name: `${name}-db`, key: 'url' },
             },
-            desired: gitSource(repo.url, ref, 'migrations'),
+            desired: gitSource(repo.httpUrl, ref, 'migrations'),
             policy: { apply: 'Always' },
             interval: '10m',
             execution: { failureRetryInterval: '5s', activeDeadlineSeconds: 180 },
@@ -366,7 +302,7 @@ describe('PtahSchema and PtahMigration from a Git source', { skip }, () => {
 
   it('the Git password is only in the Resolve container and the fetch-source init container', async () => {
     const t = e2e();
-    const password = server.httpAuth!.password;
+    const password = fixture.server.httpAuth!.password;
     const jobs = (await t.batch.listNamespacedJob({ namespace: t.namespace })).items;
     assert.ok(jobs.length > 0);
     for (const job of jobs) {

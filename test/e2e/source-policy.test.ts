@@ -5,12 +5,6 @@
 // goes Stale, while the new plan binds the new policy (a PtahSchema from Git, a PtahMigration from a
 // ConfigMap, whose policy is then edited to refuse it).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
@@ -22,7 +16,7 @@ import type { PtahMigrationPlan } from '../../src/api/ptah-migration-plan.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import { SNAPSHOT_COMPONENT } from '../../src/sources/snapshot-config-map.ts';
 import { SOURCE_POLICY_KEY, sourcePolicyDigest } from '../../src/sources/source-policy.ts';
-import { startGitServer, type GitServer } from '../env/git-server.ts';
+import { gitSource, startGitFixture, type GitFixture } from './git-fixture.ts';
 import {
   at,
   createApproval,
@@ -38,52 +32,29 @@ import {
 } from './harness.ts';
 
 const { skip, e2e } = useE2E();
-const run = promisify(execFile);
 
 const ORDERS = `CREATE TABLE public.orders (id bigint PRIMARY KEY, note text NOT NULL);\n`;
 const LEDGER = 'CREATE TABLE ledger (id bigint PRIMARY KEY);\n';
 
-let server: GitServer;
-let work: string;
-let gitEnv: NodeJS.ProcessEnv;
+let fixture: GitFixture;
 let gitHost: string;
 
 type Condition = { type: string; status: string; reason: string; message: string };
 const condition = (s: { status?: { conditions?: readonly Condition[] } }, type: string) =>
   s.status?.conditions?.find((c) => c.type === type);
 
-async function git(args: string[], cwd: string): Promise<string> {
-  const { stdout } = await run('git', args, { cwd, env: gitEnv, timeout: 30_000 });
-  return stdout.trim();
-}
-
-/** A bare repository on the Git server holding `files` at one commit of main; returns its URL and commit. */
+/** A repository on the Git server holding `files` at one commit of main; returns its URL and commit. */
 async function repository(
   name: string,
   files: Record<string, string>,
 ): Promise<{ url: string; commit: string }> {
-  const remote = await server.createRepository(name);
-  const tree = join(work, `tree-${name}`);
-  await git(['init', '--quiet', '--initial-branch=main', tree], work);
-  for (const [path, content] of Object.entries(files)) {
-    mkdirSync(join(tree, path, '..'), { recursive: true });
-    writeFileSync(join(tree, path), content);
-  }
-  await git(['add', '-A'], tree);
-  await git(['commit', '--quiet', '-m', name], tree);
-  await git(['push', '--quiet', '--force', remote.dir, 'main'], tree);
-  return { url: remote.httpUrl, commit: await git(['rev-parse', 'HEAD'], tree) };
+  const repo = await fixture.repository(name);
+  const commit = await repo.commit(files, name);
+  await repo.push('main');
+  return { url: repo.httpUrl, commit };
 }
 
-const gitSource = (url: string, path: string) => ({
-  git: {
-    repository: url,
-    branch: 'main',
-    path,
-    credentialsSecretRef: { name: 'git' },
-    caConfigMapRef: { name: 'git-ca', key: 'ca.crt' },
-  },
-});
+const branchSource = (url: string, path: string) => gitSource(url, { branch: 'main' }, path);
 
 const policyText = (rules: string) => `version: 1\n${rules}`;
 
@@ -188,35 +159,11 @@ async function snapshotsOf(t: E2E, kind: 'PtahSchema' | 'PtahMigration', name: s
 describe('source policies (sourcePolicyFrom), both families', { skip }, () => {
   before(async () => {
     if (skip) return;
-    work = mkdtempSync(join(tmpdir(), 'ptah-e2e-source-policy-'));
-    const home = join(work, 'home');
-    mkdirSync(home);
-    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Ptah Test\n\temail = test@ptah.invalid\n');
-    gitEnv = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
-    server = await startGitServer({ tls: true, httpAuth: true });
-    gitHost = new URL(server.httpBaseUrl).host;
-    const ca = readFileSync(server.caFile!, 'utf8');
-    const t = e2e();
-    await t.core.createNamespacedSecret({
-      namespace: t.namespace,
-      body: {
-        metadata: { name: 'git' },
-        stringData: {
-          username: server.httpAuth!.username,
-          password: server.httpAuth!.password,
-          host: gitHost,
-          caSHA256: `sha256:${createHash('sha256').update(ca).digest('hex')}`,
-        },
-      },
-    });
-    await t.core.createNamespacedConfigMap({
-      namespace: t.namespace,
-      body: { metadata: { name: 'git-ca' }, data: { 'ca.crt': ca } },
-    });
+    fixture = await startGitFixture(e2e(), 'source-policy');
+    gitHost = new URL(fixture.server.httpBaseUrl).host;
   });
   after(async () => {
-    await server?.stop();
-    if (work !== undefined) rmSync(work, { recursive: true, force: true });
+    await fixture?.stop();
   });
 
   it('a ConfigMap source refused by name and by size writes no snapshot and plans nothing', async () => {
@@ -278,8 +225,14 @@ describe('source policies (sourcePolicyFrom), both families', { skip }, () => {
       'git-size-policy',
       `git:\n  allowed_hosts: ["${gitHost}"]\nmax_selected_bytes: 10\n`,
     );
-    await createResource(t, 'PtahMigration', 'git-host', gitSource(repo.url, 'migrations'), 'hosts-policy');
-    await createResource(t, 'PtahSchema', 'git-size', gitSource(repo.url, 'db'), 'git-size-policy');
+    await createResource(
+      t,
+      'PtahMigration',
+      'git-host',
+      branchSource(repo.url, 'migrations'),
+      'hosts-policy',
+    );
+    await createResource(t, 'PtahSchema', 'git-size', branchSource(repo.url, 'db'), 'git-size-policy');
 
     const host = await failed('PtahMigration', 'git-host');
     assertRefused(
@@ -312,7 +265,14 @@ describe('source policies (sourcePolicyFrom), both families', { skip }, () => {
       'edit-policy',
       `git:\n  allowed_hosts: ["${gitHost}"]\nmax_selected_bytes: 100000\n`,
     );
-    await createResource(t, 'PtahSchema', 'git-edit', gitSource(repo.url, 'db'), 'edit-policy', 'OnApproval');
+    await createResource(
+      t,
+      'PtahSchema',
+      'git-edit',
+      branchSource(repo.url, 'db'),
+      'edit-policy',
+      'OnApproval',
+    );
     const waiting = await waitForPhase(
       t,
       'git-edit',
