@@ -12,6 +12,7 @@ import {
   ptahMigrationRunAcknowledgmentStatus,
 } from './ptah-migration-approval.ts';
 import { ptahMigrationPlanSpec, ptahMigrationPlanStatus } from './ptah-migration-plan.ts';
+import { ptahRealmSpec } from './ptah-realm.ts';
 import { ptahSchemaSpec, ptahSchemaStatus } from './ptah-schema.ts';
 import { ptahSchemaApprovalSpec, ptahSchemaApprovalStatus } from './ptah-schema-approval.ts';
 import { ptahSchemaPlanSpec, ptahSchemaPlanStatus } from './ptah-schema-plan.ts';
@@ -31,8 +32,11 @@ interface KindDefinition {
   readonly singular: string;
   readonly shortNames: readonly string[];
   readonly description: string;
+  /** Namespaced unless said otherwise; a cluster-scoped kind is one only an admin creates. */
+  readonly scope?: 'Namespaced' | 'Cluster';
   readonly spec: SchemaNode<unknown>;
-  readonly status: SchemaNode<unknown>;
+  /** Absent: the kind has no status, and no status subresource (the manager never writes it). */
+  readonly status?: SchemaNode<unknown>;
   readonly printerColumns: readonly PrinterColumn[];
   readonly rootRules?: readonly CelRule[];
 }
@@ -173,6 +177,22 @@ export const KINDS: readonly KindDefinition[] = [
       age,
     ],
   },
+  {
+    kind: 'PtahRealm',
+    plural: 'ptahrealms',
+    singular: 'ptahrealm',
+    shortNames: ['ptahr'],
+    scope: 'Cluster',
+    description:
+      "An administrator's grant of one database realm to an explicit list of namespaces, Exclusive or Shared.",
+    spec: ptahRealmSpec,
+    printerColumns: [
+      { name: 'Engine', type: 'string', jsonPath: '.spec.engine' },
+      { name: 'Sharing', type: 'string', jsonPath: '.spec.sharing' },
+      { name: 'Namespaces', type: 'string', jsonPath: '.spec.namespaces' },
+      age,
+    ],
+  },
 ];
 
 export interface CustomResourceDefinition {
@@ -181,7 +201,7 @@ export interface CustomResourceDefinition {
   readonly metadata: { readonly name: string; readonly labels: Readonly<Record<string, string>> };
   readonly spec: {
     readonly group: string;
-    readonly scope: 'Namespaced';
+    readonly scope: 'Namespaced' | 'Cluster';
     readonly names: {
       readonly kind: string;
       readonly listKind: string;
@@ -195,7 +215,7 @@ export interface CustomResourceDefinition {
       readonly served: boolean;
       readonly storage: boolean;
       readonly schema: { readonly openAPIV3Schema: OpenApiSchema };
-      readonly subresources: { readonly status: Record<string, never> };
+      readonly subresources?: { readonly status: Record<string, never> };
       readonly additionalPrinterColumns: readonly PrinterColumn[];
     }[];
   };
@@ -210,7 +230,7 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
       kind: { type: 'string' },
       metadata: { type: 'object' },
       spec: openApi(def.spec),
-      status: openApi(def.status),
+      ...(def.status !== undefined ? { status: openApi(def.status) } : {}),
     },
     required: ['spec'],
   };
@@ -224,7 +244,7 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
     },
     spec: {
       group: API_GROUP,
-      scope: 'Namespaced',
+      scope: def.scope ?? 'Namespaced',
       names: {
         kind: def.kind,
         listKind: `${def.kind}List`,
@@ -239,7 +259,7 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
           served: true,
           storage: true,
           schema: { openAPIV3Schema: root },
-          subresources: { status: {} },
+          ...(def.status !== undefined ? { subresources: { status: {} } } : {}),
           additionalPrinterColumns: def.printerColumns,
         },
       ],

@@ -10,6 +10,7 @@ import {
   type PlannedMigration,
 } from './ptah-migration-plan.ts';
 import { PLAN_CONTRACT_VERSION, type PlanBinding } from './ptah-schema-plan.ts';
+import type { RealmRef } from './ptah-realm.ts';
 import { policy as policyNode, type Engine, type PolicySpec } from './ptah-schema.ts';
 import { withDefaults } from './schema-dsl.ts';
 import { canonicalTableName } from '../protocol/table-name.ts';
@@ -144,6 +145,22 @@ export function coordinationDigest(input: {
     namespace: input.namespace,
     coordinationKey: input.coordinationKey,
   });
+}
+
+/**
+ * A realm an admin granted (PtahRealm): one engine and the realm's name, and no namespace, so resources in
+ * every namespace the realm lists share one digest and one Lease. Its field set differs from the key form's,
+ * so a realm's digest can never equal a coordination key's.
+ */
+export function grantedRealmDigest(input: { readonly engine: Engine; readonly realm: string }): Sha256Digest {
+  return canonicalDigest({ contractVersion: 1, engine: input.engine, realm: input.realm });
+}
+
+/** The coordination digest of the realm a resource names, in whichever form it names it. */
+export function realmDigestOf(engine: Engine, namespace: string, ref: RealmRef): Sha256Digest {
+  return ref.kind === 'PtahRealm'
+    ? grantedRealmDigest({ engine, realm: ref.name })
+    : coordinationDigest({ engine, namespace, coordinationKey: ref.coordinationKey });
 }
 
 /** Realm Lease name: lowercase base32 of the digest bytes fits a DNS label with room to spare. */

@@ -9,6 +9,7 @@ export * from './meta.ts';
 export * from './ptah-migration.ts';
 export * from './ptah-migration-approval.ts';
 export * from './ptah-migration-plan.ts';
+export * from './ptah-realm.ts';
 export * from './ptah-schema.ts';
 export * from './ptah-schema-approval.ts';
 export * from './ptah-schema-plan.ts';

@@ -339,22 +339,50 @@ export const secretKeySelector = object({
   key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
 });
 
-export const target = object({
-  engine: string({
-    description: 'postgres or mysql (aliases postgresql, pgx, mariadb). Others are refused in status.',
-    pattern: '^[A-Za-z][A-Za-z0-9._-]*$',
-    minLength: 1,
-    maxLength: 63,
-  }),
-  coordinationKey: string({
-    description:
-      'Non-secret name of the database realm; resources naming one realm are serialised by a Lease.',
-    pattern: '^[a-z0-9](?:[a-z0-9._:/-]{0,251}[a-z0-9])?$',
-    minLength: 1,
-    maxLength: 253,
-  }),
-  urlFrom: secretKeySelector,
-});
+export const target = object(
+  {
+    engine: string({
+      description: 'postgres or mysql (aliases postgresql, pgx, mariadb). Others are refused in status.',
+      pattern: '^[A-Za-z][A-Za-z0-9._-]*$',
+      minLength: 1,
+      maxLength: 63,
+    }),
+    coordinationKey: optional(
+      string({
+        description:
+          'Non-secret name of a database realm of this namespace; resources naming one realm are serialised by a Lease. Exactly one of coordinationKey and realmRef.',
+        pattern: '^[a-z0-9](?:[a-z0-9._:/-]{0,251}[a-z0-9])?$',
+        minLength: 1,
+        maxLength: 253,
+      }),
+    ),
+    realmRef: optional(
+      object(
+        { name: objectName('Name of the PtahRealm.') },
+        {
+          description:
+            'A PtahRealm an admin created: it admits this resource only when it lists the namespace and its engine is this one. Exactly one of coordinationKey and realmRef.',
+        },
+      ),
+    ),
+    sharedRealm: defaulted(
+      boolean({
+        description:
+          'This resource consents to share its realm with other claimants; a realm with more than one claimant is refused unless every claimant consents (and a PtahRealm is Shared).',
+      }),
+      false,
+    ),
+    urlFrom: secretKeySelector,
+  },
+  {
+    validations: [
+      {
+        rule: 'has(self.coordinationKey) != has(self.realmRef)',
+        message: 'spec.target names its realm by exactly one of coordinationKey and realmRef',
+      },
+    ],
+  },
+);
 export type TargetSpec = Infer<typeof target>;
 
 const tableName = string({

@@ -51,6 +51,7 @@ export const REASONS = {
   DestructiveChangesDisabled: 'DestructiveChangesDisabled',
   ApplyDisabled: 'ApplyDisabled',
   RealmConflict: 'RealmConflict',
+  RealmNotAuthorized: 'RealmNotAuthorized',
   // Plans and approvals
   StalePlan: 'StalePlan',
   PlanNoLongerCurrent: 'PlanNoLongerCurrent',

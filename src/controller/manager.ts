@@ -14,7 +14,9 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { PtahMigration } from '../api/ptah-migration.ts';
 import type { PtahSchema } from '../api/ptah-schema.ts';
+import { RealmCensus } from './realm/realm-census.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
 import { withCrashPoints } from './fault-injection.ts';
 import { instrument, type InstrumentedCaches, type OperatorMetrics } from './metrics/operator-metrics.ts';
@@ -84,8 +86,25 @@ export class Manager {
         this.options.approvalGate ??
         approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api)),
     };
+    // Both families' realm checks read one census: the caches of both, and each PtahRealm fresh.
+    const census = new RealmCensus({
+      ptah: deps.ptah,
+      schemas: {
+        list: (namespace) =>
+          watches.synced('ptahschemas')
+            ? (watches.schemas.list(namespace) as unknown as PtahSchema[])
+            : undefined,
+      },
+      migrations: {
+        list: (namespace) =>
+          watches.synced('ptahmigrations')
+            ? (watches.migrations.list(namespace) as unknown as PtahMigration[])
+            : undefined,
+      },
+    });
     const reconciler = new SchemaReconciler({
       ...deps,
+      census,
       // The informer holds the whole objects (WatchedSchema only narrows what routing reads).
       schemaCache: {
         list: (namespace) =>
@@ -97,6 +116,7 @@ export class Manager {
     // A migration's approvals and acknowledgments are read only while their own webhooks stamp them.
     const migrationReconciler = new MigrationReconciler({
       ...deps,
+      census,
       approvalGate:
         this.options.approvalGate ??
         approvalWebhookGate(kubeConfig.makeApiClient(k8s.AdmissionregistrationV1Api), {

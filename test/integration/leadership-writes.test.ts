@@ -14,6 +14,7 @@ import {
   RealmLeases,
   realmHolderIdentity,
 } from '../../src/controller/realm/realm-lease.ts';
+import { RealmCensus } from '../../src/controller/realm/realm-census.ts';
 import { LeaderElector } from '../../src/controller/runtime/leader-election.ts';
 import { PtahObjects } from '../../src/controller/runtime/kube.ts';
 import { SchemaReconciler } from '../../src/controller/schema/reconciler.ts';
@@ -96,10 +97,12 @@ describe('leadership guards every write', () => {
           throw error;
         }),
     );
+    const ptah = new PtahObjects(custom);
     const reconciler = new SchemaReconciler({
       core,
       batch: admin.makeApiClient(k8s.BatchV1Api),
-      ptah: new PtahObjects(custom),
+      ptah,
+      census: new RealmCensus({ ptah }),
       leases: new RealmLeases(admin.makeApiClient(k8s.CoordinationV1Api), 'ptah-system'),
       manager: {
         managerImage: 'manager:test',

@@ -10,6 +10,7 @@
  * Unknown latches: status.unresolvedRun, Blocked, and no Apply until a History read of the same database
  * shows nothing pending, or an acknowledgment naming the run's operation id settles it. Never a retry.
  */
+import { realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { HistoryVerdict, MigrationHistory, RunFailure } from '../../api/ptah-migration.ts';
 import type { ExecutionBinding } from '../../api/ptah-schema.ts';
@@ -61,8 +62,11 @@ export interface MigrationDecideInput {
   readonly migration: MigrationView;
   readonly engineSupported: boolean;
   readonly engine?: 'postgres' | 'mysql';
-  /** More than one PtahMigration claims this database realm. */
-  readonly realmConflict: boolean;
+  /**
+   * Whether the realm spec.target names admits this migration: a PtahRealm's grant and the census of both
+   * families. Refused, nothing new starts; a dispatched Apply still runs to its end.
+   */
+  readonly realm: RealmVerdict;
   readonly coordinationDigest: string;
   readonly executionBinding: ExecutionBinding;
   readonly resolution:
@@ -369,8 +373,8 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
     );
     return;
   }
-  if (input.realmConflict) {
-    block(b, 'RealmConflict', 'another PtahMigration claims the same database realm');
+  if (!input.realm.admitted) {
+    block(b, input.realm.reason, input.realm.message);
     return;
   }
   const source = sourceStep(b, migrationFamily(b, input), input);
@@ -635,10 +639,15 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
         : input.resolution.ok &&
           (input.resolution.value.contentDigest !== claim.contentDigest ||
             input.resolution.value.configMapUID !== st.resolution?.configMapUID));
-    if (moved) {
+    // A realm that stopped admitting the resource withdraws the one mutating operation not yet started;
+    // a read already claimed runs to its end and the next idle pass is Blocked.
+    const refused = claim.type === 'Apply' && !input.realm.admitted;
+    if (moved || refused) {
       endClaim(b, claim);
       b.post.push(finishJob(claim));
-      b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      if (moved) b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      else if (!input.realm.admitted)
+        b.event('Warning', input.realm.reason, realmWithdrawal(claim.type, input.realm));
       b.requeue(0);
       return;
     }

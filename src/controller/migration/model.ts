@@ -5,6 +5,7 @@
  * Nothing here carries a credential, SQL or a row value: the Secret is known by name and key, a migration
  * by its version, checksum and flags, a run by its versions and the codes a database answered.
  */
+import type { RealmRef } from '../../api/ptah-realm.ts';
 import type { OciSourceView, GitSourceView } from '../snapshot/artifact-steps.ts';
 import type {
   LastRun,
@@ -37,7 +38,8 @@ export type MigrationJournalEntry = MigrationJournal['entries'][number];
 /** The spec with every default applied and every duration in milliseconds. */
 export interface MigrationSpecView {
   readonly engine: string;
-  readonly coordinationKey: string;
+  /** The realm spec.target names: a coordination key of this namespace or a PtahRealm. */
+  readonly realm: RealmRef;
   readonly urlFrom: { readonly name: string; readonly key: string };
   readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };
   /** spec.desired.oci, when the source is an OCI artifact (then `configMap` names nothing). */

@@ -9,11 +9,7 @@
 import type { BatchV1Api, CoreV1Api, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
-import {
-  coordinationDigest as realmDigest,
-  migrationPlanFingerprint,
-  migrationPlanName,
-} from '../../api/fingerprint.ts';
+import { migrationPlanFingerprint, migrationPlanName, realmDigestOf } from '../../api/fingerprint.ts';
 import {
   API_GROUP,
   API_VERSION,
@@ -47,6 +43,8 @@ import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/har
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
+import { REALM_ADMITTED } from '../realm/realm-grant.ts';
+import type { RealmCensus } from '../realm/realm-census.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import { isConflict, readJob, type PtahObjects } from '../runtime/kube.ts';
@@ -75,6 +73,8 @@ export interface MigrationReconcilerDeps {
   readonly batch: BatchV1Api;
   readonly ptah: PtahObjects;
   readonly leases: RealmLeases;
+  /** Whether the realm this resource names admits it: the grant and the census of both families. */
+  readonly census: RealmCensus;
   readonly manager: ManagerIdentity;
   readonly log: Logger;
   readonly clock?: () => Date;
@@ -104,7 +104,7 @@ export class MigrationReconciler {
     const now = this.clock();
     const engine = canonicalEngine(view.spec.engine);
     const coordination = engine
-      ? realmDigest({ engine, namespace: view.namespace, coordinationKey: view.spec.coordinationKey })
+      ? realmDigestOf(engine, view.namespace, view.spec.realm)
       : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
     const gate = await this.deps.approvalGate();
     // A decision older than the guard may have passed no webhook, its stamp typed by hand: never read.
@@ -119,8 +119,10 @@ export class MigrationReconciler {
       ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
       engineSupported: engine !== undefined,
       ...(engine !== undefined ? { engine } : {}),
-      realmConflict:
-        engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
+      realm:
+        engine !== undefined && !view.deleting
+          ? await this.deps.census.verdict('PtahMigration', obj)
+          : REALM_ADMITTED,
       coordinationDigest: coordination,
       executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
@@ -407,25 +409,6 @@ export class MigrationReconciler {
 
   // -------------------------------------------------------------------------------------------------------
   // Inputs.
-
-  /** More than one PtahMigration in the namespace naming the same realm: all of them are Blocked. */
-  private async realmConflict(view: MigrationView, coordination: string): Promise<boolean> {
-    const all = await this.deps.ptah.list<PtahMigration>('ptahmigrations', view.namespace);
-    return (
-      all.filter((m) => {
-        if (m.metadata.deletionTimestamp !== undefined || m.spec.suspend === true) return false;
-        const e = canonicalEngine(m.spec.target.engine);
-        return (
-          e !== undefined &&
-          realmDigest({
-            engine: e,
-            namespace: view.namespace,
-            coordinationKey: m.spec.target.coordinationKey,
-          }) === coordination
-        );
-      }).length > 1
-    );
-  }
 
   /**
    * A finished History with pending versions, no unresolved run and a policy that applies: the plan that

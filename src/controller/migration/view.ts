@@ -3,6 +3,7 @@
  * in milliseconds, the unresolved-run annotation parsed and checked, approvals and acknowledgments reduced to
  * what their exactness is judged on.
  */
+import { realmRefOf } from '../../api/ptah-realm.ts';
 import { gitSourceView, ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import {
@@ -48,7 +49,7 @@ export function migrationView(obj: PtahMigration): MigrationView {
     hasFinalizer: (obj.metadata.finalizers ?? []).includes(MIGRATION_FINALIZER),
     spec: {
       engine: spec.target.engine,
-      coordinationKey: spec.target.coordinationKey,
+      realm: realmRefOf(spec.target),
       urlFrom: { name: spec.target.urlFrom.name, key: spec.target.urlFrom.key },
       configMap: {
         name: cm?.name ?? '',

@@ -52,6 +52,13 @@ export class PtahObjects {
     )) as T | undefined;
   }
 
+  /** A PtahRealm (cluster-scoped), or undefined when there is none of that name. */
+  async getRealm<T>(name: string): Promise<T | undefined> {
+    return (await orUndefined(
+      this.api.getClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: 'ptahrealms', name }),
+    )) as T | undefined;
+  }
+
   async list<T>(plural: Plural, namespace: string, labelSelector?: string): Promise<T[]> {
     const out = (await this.api.listNamespacedCustomObject({
       group: API_GROUP,

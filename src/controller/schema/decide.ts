@@ -9,6 +9,7 @@
  * durable before its Job is created, an Apply's `dispatchStarted` is durable before its Job, and a Lease is
  * released only after the status that stops needing it.
  */
+import { realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
 import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import { type RunnerResult, serverReportOf } from '../../protocol/result.ts';
@@ -59,8 +60,11 @@ export interface DecideInput {
   readonly engineSupported: boolean;
   /** The canonical engine, when supported. */
   readonly engine?: 'postgres' | 'mysql';
-  /** More than one resource claims this database realm. */
-  readonly realmConflict: boolean;
+  /**
+   * Whether the realm spec.target names admits this resource: a PtahRealm's grant and the census of both
+   * families. Refused, nothing new starts; a dispatched Apply and the proof it is owed still run to their end.
+   */
+  readonly realm: RealmVerdict;
   /** A resource in another realm reads the same database (by the identity the runner reports). */
   readonly targetConflict?: TargetConflict;
   readonly coordinationDigest: string;
@@ -254,8 +258,8 @@ function handleIdle(b: Builder, input: DecideInput): void {
   }
   b.cond('EngineSupported', 'True', 'SupportedEngine', 'engine supported');
 
-  if (input.realmConflict) {
-    block(b, 'Ready', 'RealmConflict', 'another resource claims the same database realm');
+  if (!input.realm.admitted) {
+    block(b, 'Ready', input.realm.reason, input.realm.message);
     return;
   }
   if (input.targetConflict?.later === true) {
@@ -582,11 +586,16 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
         : input.resolution.ok &&
           (input.resolution.value.contentDigest !== claim.contentDigest ||
             input.resolution.value.configMapUID !== st.resolution?.configMapUID));
-    if (moved) {
+    // A realm that stopped admitting the resource withdraws the one mutating operation not yet started;
+    // a read already claimed runs to its end and the next idle pass is Blocked.
+    const refused = claim.type === 'Apply' && !input.realm.admitted;
+    if (moved || refused) {
       st.claim = undefined;
       b.post.push(finishJob(claim));
       if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
-      b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      if (moved) b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      else if (!input.realm.admitted)
+        b.event('Warning', input.realm.reason, realmWithdrawal(claim.type, input.realm));
       b.requeue(0);
       return;
     }

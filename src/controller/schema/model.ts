@@ -7,6 +7,7 @@
  * report by its digest and counts, the plan by its name, UID and digests.
  */
 
+import type { RealmRef } from '../../api/ptah-realm.ts';
 import type { OciSourceView, GitSourceView } from '../snapshot/artifact-steps.ts';
 import type {
   ApplyPolicy,
@@ -41,7 +42,8 @@ export interface SecretKeyRef {
 /** The spec with every default applied and every duration in milliseconds. */
 export interface SchemaSpecView {
   readonly engine: string;
-  readonly coordinationKey: string;
+  /** The realm spec.target names: a coordination key of this namespace or a PtahRealm. */
+  readonly realm: RealmRef;
   readonly urlFrom: SecretKeyRef;
   /** The source ConfigMap and the keys it selects, each mapped to the file path it becomes. */
   readonly configMap: { readonly name: string; readonly files: readonly { key: string; path: string }[] };

@@ -12,7 +12,8 @@ import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
-import { coordinationDigest as realmDigest, policyFingerprint } from '../../api/fingerprint.ts';
+import { policyFingerprint, realmDigestOf } from '../../api/fingerprint.ts';
+import { realmRefOf } from '../../api/ptah-realm.ts';
 import { LABELS, READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
 import {
   canonicalEngine,
@@ -36,6 +37,8 @@ import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-so
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
+import { REALM_ADMITTED } from '../realm/realm-grant.ts';
+import type { RealmCensus } from '../realm/realm-census.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
@@ -52,6 +55,8 @@ export interface SchemaReconcilerDeps {
   readonly batch: BatchV1Api;
   readonly ptah: PtahObjects;
   readonly leases: RealmLeases;
+  /** Whether the realm this resource names admits it: the grant and the census of both families. */
+  readonly census: RealmCensus;
   readonly manager: ManagerIdentity;
   readonly log: Logger;
   readonly clock?: () => Date;
@@ -97,7 +102,7 @@ export class SchemaReconciler {
     const now = this.clock();
     const engine = canonicalEngine(view.spec.engine);
     const coordination = engine
-      ? realmDigest({ engine, namespace: view.namespace, coordinationKey: view.spec.coordinationKey })
+      ? realmDigestOf(engine, view.namespace, view.spec.realm)
       : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
 
     const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
@@ -115,8 +120,10 @@ export class SchemaReconciler {
       ...(readRequestedAt !== undefined ? { readRequestedAt } : {}),
       engineSupported: engine !== undefined && schemaEngineShips(engine),
       ...(engine !== undefined ? { engine } : {}),
-      realmConflict:
-        engine !== undefined && !view.deleting ? await this.realmConflict(view, coordination) : false,
+      realm:
+        engine !== undefined && !view.deleting
+          ? await this.deps.census.verdict('PtahSchema', obj)
+          : REALM_ADMITTED,
       coordinationDigest: coordination,
       executionBinding: executionBinding(this.deps.manager),
       resolution: view.deleting
@@ -447,26 +454,6 @@ export class SchemaReconciler {
     );
   }
 
-  /** More than one resource in the namespace naming the same realm: all of them are Blocked. */
-  private async realmConflict(view: SchemaView, coordination: string): Promise<boolean> {
-    const all =
-      this.deps.schemaCache?.list(view.namespace) ??
-      (await this.deps.ptah.list<PtahSchema>('ptahschemas', view.namespace));
-    const claimants = all.filter((s) => {
-      if (s.metadata.deletionTimestamp !== undefined || s.spec.suspend === true) return false;
-      const e = canonicalEngine(s.spec.target.engine);
-      return (
-        e !== undefined &&
-        realmDigest({
-          engine: e,
-          namespace: view.namespace,
-          coordinationKey: s.spec.target.coordinationKey,
-        }) === coordination
-      );
-    });
-    return claimants.length > 1;
-  }
-
   /** Another resource, in any namespace, in another realm over the same database. */
   private async targetConflict(
     obj: PtahSchema,
@@ -486,9 +473,7 @@ export class SchemaReconciler {
         name: s.metadata.name ?? '',
         uid: s.metadata.uid ?? '',
         createdAt: s.metadata.creationTimestamp ? new Date(s.metadata.creationTimestamp).toISOString() : '',
-        coordinationDigest: e
-          ? realmDigest({ engine: e, namespace: ns, coordinationKey: s.spec.target.coordinationKey })
-          : '',
+        coordinationDigest: e ? realmDigestOf(e, ns, realmRefOf(s.spec.target)) : '',
         identityDigest: s.status?.target?.identityDigest,
         active: s.metadata.deletionTimestamp === undefined && s.spec.suspend !== true,
         applying: c?.type === 'Apply' && c.dispatchStarted === true,

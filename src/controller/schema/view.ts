@@ -2,6 +2,7 @@
  * Maps stored objects onto the decision's view: the spec with every default applied and durations in
  * milliseconds, approvals reduced to what exactness is judged on.
  */
+import { realmRefOf } from '../../api/ptah-realm.ts';
 import { gitSourceView, ociSourceView } from '../snapshot/artifact-steps.ts';
 import { parseDuration } from '../../api/duration.ts';
 import { SCHEMA_FINALIZER } from '../../api/meta.ts';
@@ -24,7 +25,7 @@ export function schemaView(obj: PtahSchema): SchemaView {
     hasFinalizer: (obj.metadata.finalizers ?? []).includes(SCHEMA_FINALIZER),
     spec: {
       engine: spec.target.engine,
-      coordinationKey: spec.target.coordinationKey,
+      realm: realmRefOf(spec.target),
       urlFrom: { name: spec.target.urlFrom.name, key: spec.target.urlFrom.key },
       configMap: {
         name: cm?.name ?? '',

@@ -38,12 +38,35 @@ describe('CRDs', () => {
         ['ptahmigrationplans.operator.ptah.run', ['ptahmplan']],
         ['ptahmigrationapprovals.operator.ptah.run', ['ptahmapprove']],
         ['ptahmigrationrunacknowledgments.operator.ptah.run', ['ptahmack']],
+        ['ptahrealms.operator.ptah.run', ['ptahr']],
       ],
     );
     for (const c of crds) {
-      assert.deepEqual(c.spec.versions[0]!.subresources, { status: {} });
+      // A PtahRealm is an admin's grant with no status: the manager only reads it.
+      const realm = c.spec.names.kind === 'PtahRealm';
+      assert.deepEqual(c.spec.versions[0]!.subresources, realm ? undefined : { status: {} });
+      assert.equal(c.spec.scope, realm ? 'Cluster' : 'Namespaced');
       assert.equal(c.spec.versions[0]!.name, 'v1alpha1');
     }
+  });
+
+  it("names a realm by exactly one of coordinationKey and realmRef, and keeps a realm's engine", () => {
+    const target = byKind('PtahSchema').schema.openAPIV3Schema.properties!['spec']!.properties!['target']!;
+    assert.deepEqual(
+      target['x-kubernetes-validations']?.map((r) => r.rule),
+      ['has(self.coordinationKey) != has(self.realmRef)'],
+    );
+    assert.equal(target.properties!['sharedRealm']!.default, false);
+    const realm = byKind('PtahRealm').schema.openAPIV3Schema.properties!['spec']!;
+    assert.deepEqual(
+      realm.properties!['engine']!['x-kubernetes-validations']?.map((r) => r.rule),
+      ['self == oldSelf'],
+    );
+    assert.deepEqual(realm.properties!['sharing']!.enum, ['Exclusive', 'Shared']);
+    assert.deepEqual(
+      byKind('PtahRealm').additionalPrinterColumns.map((c) => c.name),
+      ['Engine', 'Sharing', 'Namespaces', 'Age'],
+    );
   });
 
   it('makes plans and approvals immutable with self == oldSelf on spec', () => {
@@ -92,7 +115,7 @@ describe('CRDs', () => {
     for (const c of crds) {
       const props = c.spec.versions[0]!.schema.openAPIV3Schema.properties!;
       walk(props['spec']!, `${c.spec.names.kind}.spec`);
-      walk(props['status']!, `${c.spec.names.kind}.status`);
+      if (props['status'] !== undefined) walk(props['status'], `${c.spec.names.kind}.status`);
     }
     assert.deepEqual(unbounded, []);
   });

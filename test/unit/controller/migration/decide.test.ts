@@ -32,7 +32,7 @@ const TARGET = digest('9');
 function spec(over: Partial<MigrationSpecView> = {}, policy: Partial<MigrationSpecView['policy']> = {}) {
   return {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: 'migrations', files: [{ key: '1_init.up.sql', path: '1_init.up.sql' }] },
     policy: {
@@ -100,7 +100,7 @@ function input(
     migration: m,
     engineSupported: true,
     engine: 'postgres',
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: resolution(),

@@ -18,7 +18,7 @@ const digest = (c: string) => `sha256:${c.repeat(64)}`;
 
 const spec: SchemaSpecView = {
   engine: 'postgres',
-  coordinationKey: 'orders',
+  realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
   urlFrom: { name: 'db', key: 'url' },
   configMap: { name: 'schema', files: [{ key: 'schema.sql', path: 'schema.sql' }] },
   policy: { apply: 'Always', allowDestructive: false, protectedTables: [], exclude: [] },
@@ -47,7 +47,7 @@ function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): Dec
     now: new Date(at),
     schema: s,
     engineSupported: true,
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding: {
       managerImage: 'manager:1',

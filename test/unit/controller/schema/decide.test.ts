@@ -23,7 +23,7 @@ function spec(
 ): SchemaSpecView {
   return {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: 'schema', files: [{ key: 'schema.sql', path: 'schema.sql' }] },
     policy: { apply: 'Always', allowDestructive: false, protectedTables: [], exclude: [], ...policy },
@@ -80,7 +80,7 @@ function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): Dec
     now: new Date(at),
     schema: s,
     engineSupported: true,
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: resolution(),
@@ -583,9 +583,15 @@ describe('schema lifecycle decision', () => {
     const engine = u.status.conditions?.find((c) => c.type === 'EngineSupported');
     assert.equal(engine?.reason, 'UnsupportedEngine');
     assert.match(engine?.message ?? '', /the schema engine ships postgres/);
-    const r = decide(input(schema({}), T0, { realmConflict: true }));
+    const r = decide(
+      input(schema({}), T0, {
+        realm: { admitted: false, reason: 'RealmConflict', message: 'two resources claim the realm' },
+      }),
+    );
     assert.equal(r.status.phase, 'Blocked');
-    assert.equal(r.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'RealmConflict');
+    const ready = r.status.conditions?.find((c) => c.type === 'Ready');
+    assert.equal(ready?.reason, 'RealmConflict');
+    assert.equal(ready?.message, 'two resources claim the realm');
   });
 
   it('never runs anything for a resource being deleted', () => {

@@ -39,7 +39,7 @@ const oci = { reference: REF, credentialsSecretName: 'registry', plainHttp: fals
 function schemaView(status: SchemaStatus, generation = 1): SchemaView {
   const spec: SchemaSpecView = {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: '', files: [] },
     oci,
@@ -65,7 +65,7 @@ function schemaView(status: SchemaStatus, generation = 1): SchemaView {
 function migrationView(status: MigrationStatus): MigrationView {
   const spec: MigrationSpecView = {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: '', files: [] },
     oci,
@@ -103,7 +103,7 @@ function schemaInput(view: SchemaView, at: number, extra: Partial<DecideInput> =
     schema: view,
     engineSupported: true,
     engine: 'postgres',
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: recorded(view.status.resolution),
@@ -119,7 +119,7 @@ function migrationInput(view: MigrationView, at: number, extra: Partial<Migratio
     migration: view,
     engineSupported: true,
     engine: 'postgres' as const,
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: recorded(view.status.resolution),

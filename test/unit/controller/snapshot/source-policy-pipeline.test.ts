@@ -64,7 +64,7 @@ const PLAN = {
 function schemaView(status: SchemaStatus, configMapSource = false): SchemaView {
   const spec: SchemaSpecView = {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: configMapSource ? 'orders-schema' : '', files: [] },
     ...(configMapSource ? {} : { git }),
@@ -90,7 +90,7 @@ function schemaView(status: SchemaStatus, configMapSource = false): SchemaView {
 function migrationView(status: MigrationStatus): MigrationView {
   const spec: MigrationSpecView = {
     engine: 'postgres',
-    coordinationKey: 'orders',
+    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
     urlFrom: { name: 'db', key: 'url' },
     configMap: { name: '', files: [] },
     git,
@@ -129,7 +129,7 @@ function schemaInput(
     schema: view,
     engineSupported: true,
     engine: 'postgres',
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: recorded(view.status.resolution),
@@ -150,7 +150,7 @@ function migrationInput(
     migration: view,
     engineSupported: true,
     engine: 'postgres' as const,
-    realmConflict: false,
+    realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding,
     resolution: recorded(view.status.resolution),
