@@ -425,6 +425,45 @@ describe('migration decide: approval and apply', () => {
     assert.equal(accepted.approver, undefined, 'a migration entry names no approver');
   });
 
+  it('a realm that stops admitting the migration withdraws its undispatched Apply; a dispatched one runs on', () => {
+    const refusal = {
+      admitted: false,
+      reason: 'RealmNotAuthorized',
+      message: 'PtahRealm orders does not admit namespace shop for engine postgres: ...',
+    } as const;
+    const waiting = awaiting();
+    const claimed = step(migration(waiting), T0 + 2000, { approvals: [approval()], planCheck: { ok: true } });
+    assert.equal(claimed.status.claim?.type, 'Apply');
+    const withdrawn = step(migration(claimed.status), T0 + 3000, {
+      approvals: [approval()],
+      planCheck: { ok: true },
+      realm: refusal,
+    });
+    assert.equal(withdrawn.status.claim, undefined);
+    assert.deepEqual(withdrawn.pre, [], 'no Lease taken');
+    assert.ok(!withdrawn.post.some((p) => p.kind === 'createJob' || p.kind === 'consumeApproval'));
+    assert.deepEqual(
+      withdrawn.events.map((e) => [e.type, e.reason, e.message]),
+      [['Warning', 'RealmNotAuthorized', `operation Apply withdrawn before it started: ${refusal.message}`]],
+    );
+    const blocked = step(migration(withdrawn.status), T0 + 4000, { realm: refusal });
+    assert.equal(blocked.status.phase, 'Blocked');
+    assert.equal(reasonOf(blocked, 'Ready'), 'RealmNotAuthorized');
+
+    const dispatched = step(migration(claimed.status), T0 + 3000, {
+      approvals: [approval()],
+      planCheck: { ok: true },
+    });
+    assert.equal(dispatched.status.claim?.dispatchStarted, true);
+    const running = step(migration(dispatched.status), T0 + 4000, {
+      job: { state: 'running', uid: 'j' },
+      realm: refusal,
+    });
+    assert.equal(running.status.claim?.dispatchStarted, true);
+    assert.equal(running.status.phase, 'Applying');
+    assert.ok(!running.post.some((p) => p.kind === 'finishJob'), 'the running Apply is not deleted');
+  });
+
   for (const [what, a] of [
     ['unstamped', approval({ approver: undefined })],
     ['without its request UID', approval({ mutationRequestUID: undefined })],

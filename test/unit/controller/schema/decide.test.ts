@@ -594,6 +594,45 @@ describe('schema lifecycle decision', () => {
     assert.equal(ready?.message, 'two resources claim the realm');
   });
 
+  it('a realm that stops admitting the resource withdraws an undispatched Apply, never a dispatched one', () => {
+    const refusal = {
+      admitted: false,
+      reason: 'RealmNotAuthorized',
+      message: 'PtahRealm orders does not admit namespace shop for engine postgres: ...',
+    } as const;
+    const ready = toAwaitingApproval({ apply: 'Always' });
+    const claimed = decide(input(ready, T0 + 4000, { planCheck: { ok: true } }));
+    assert.equal(claimed.status.claim?.type, 'Apply');
+    const withdrawn = decide(
+      input(schema(claimed.status, ready.spec), T0 + 5000, { planCheck: { ok: true }, realm: refusal }),
+    );
+    assert.equal(withdrawn.status.claim, undefined);
+    assert.ok(!withdrawn.post.some((a) => a.kind === 'createJob'), 'no Apply Job');
+    assert.ok(!withdrawn.pre.some((a) => a.kind === 'acquireLease'), 'no Lease taken');
+    assert.deepEqual(
+      withdrawn.events.map((e) => [e.type, e.reason, e.message]),
+      [['Warning', 'RealmNotAuthorized', `operation Apply withdrawn before it started: ${refusal.message}`]],
+    );
+    const next = decide(input(schema(withdrawn.status, ready.spec), T0 + 6000, { realm: refusal }));
+    assert.equal(next.status.phase, 'Blocked');
+    assert.equal(next.status.conditions?.find((c) => c.type === 'Ready')?.reason, 'RealmNotAuthorized');
+
+    // Dispatched before the grant went: it runs to its end, and no Job is touched.
+    const dispatched = decide(
+      input(schema(claimed.status, ready.spec), T0 + 5000, { planCheck: { ok: true } }),
+    );
+    assert.equal(dispatched.status.claim?.dispatchStarted, true);
+    const running = decide(
+      input(schema(dispatched.status, ready.spec), T0 + 6000, {
+        job: { state: 'running', uid: 'j' },
+        realm: refusal,
+      }),
+    );
+    assert.equal(running.status.claim?.dispatchStarted, true);
+    assert.equal(running.status.phase, 'Applying');
+    assert.ok(!running.post.some((a) => a.kind === 'finishJob'), 'the running Apply is not deleted');
+  });
+
   it('never runs anything for a resource being deleted', () => {
     const s = { ...schema(decide(input(schema({}), T0)).status), deleting: true };
     const d = decide(input(s, T0 + 1000));
