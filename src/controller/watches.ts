@@ -24,6 +24,7 @@ type Watched = k8s.KubernetesObject;
 /** Only what routing an event needs; the reconciler reads the full objects itself. */
 export type WatchedSchema = Watched & {
   spec?: {
+    target?: { coordinationKey?: string; realmRef?: { name?: string } };
     desired?: { configMap?: { name?: string } };
     verificationPolicyFrom?: { name?: string };
     sourcePolicyFrom?: { name?: string };
@@ -65,6 +66,8 @@ export class ManagerWatches implements CacheLookup {
   private readonly migrationDecisions: readonly Cache<WatchedMigrationDecision>[];
   private readonly migrationPlans: Cache<Watched>;
   private readonly configMaps: Cache<k8s.V1ConfigMap>;
+  /** PtahRealms: a grant changed wakes every resource naming the realm. */
+  private readonly realms: Cache<Watched>;
   private readonly all: Readonly<Record<string, Cache<Watched>>>;
   private readonly byKind: Readonly<Record<CachedKind, Cache<Watched>>>;
   private readonly listed = new Set<string>();
@@ -129,6 +132,7 @@ export class ManagerWatches implements CacheLookup {
     ];
     this.migrationDecisions = [approvals, acknowledgments];
     this.migrationPlans = informer<Watched>('ptahmigrationplans', metadataOf);
+    this.realms = informer<Watched>('ptahrealms', metadataOf);
     const as = <T extends Watched>(c: Cache<T>) => c as unknown as Cache<Watched>;
     this.byKind = {
       ptahschemas: as(this.schemas),
@@ -143,6 +147,7 @@ export class ManagerWatches implements CacheLookup {
       ptahmigrationapprovals: as(approvals),
       ptahmigrationrunacknowledgments: as(acknowledgments),
       ptahmigrationplans: this.migrationPlans,
+      ptahrealms: this.realms,
     };
   }
 
@@ -216,8 +221,41 @@ export class ManagerWatches implements CacheLookup {
       if (ns && name) wake(key(ns, name));
     };
     const schemaKey = (namespace: string, name: string) => keyString({ namespace, name });
+    const wakeAny = (family: 'schema' | 'migration', r: WatchedSchema) =>
+      wake(
+        family === 'schema' ? keyOf(r) : migrationKey(r.metadata?.namespace ?? '', r.metadata?.name ?? ''),
+      );
+    // The realm census spans both families: when one claimant appears, goes, or changes its spec, the others
+    // are looked at again (not on a status write, which would wake a Blocked co-claimant on every pass).
+    const seenGeneration = new Map<string, number | undefined>();
+    const wakeCoClaimants = (verb: 'add' | 'update' | 'delete', r: WatchedSchema) => {
+      const uid = r.metadata?.uid ?? '';
+      if (verb === 'update' && seenGeneration.get(uid) === r.metadata?.generation) return;
+      if (verb === 'delete') seenGeneration.delete(uid);
+      else seenGeneration.set(uid, r.metadata?.generation);
+      const realm = r.spec?.target?.realmRef?.name;
+      const key = r.spec?.target?.coordinationKey;
+      const namespace = realm === undefined ? r.metadata?.namespace : undefined;
+      const same = (o: WatchedSchema) =>
+        o.metadata?.uid !== uid &&
+        (realm !== undefined
+          ? o.spec?.target?.realmRef?.name === realm
+          : key !== undefined && o.spec?.target?.coordinationKey === key);
+      for (const o of schemas.list(namespace)) if (same(o)) wakeAny('schema', o);
+      for (const o of migrations.list(namespace)) if (same(o)) wakeAny('migration', o);
+    };
     for (const verb of ['add', 'update', 'delete'] as const) {
-      schemas.on(verb, (s) => wake(keyOf(s)));
+      schemas.on(verb, (s) => {
+        wake(keyOf(s));
+        wakeCoClaimants(verb, s);
+      });
+      this.realms.on(verb, (realm) => {
+        const name = realm.metadata?.name;
+        if (name === undefined) return;
+        for (const o of schemas.list()) if (o.spec?.target?.realmRef?.name === name) wakeAny('schema', o);
+        for (const o of migrations.list())
+          if (o.spec?.target?.realmRef?.name === name) wakeAny('migration', o);
+      });
       this.approvals.on(verb, (a) => {
         const ns = a.metadata?.namespace;
         const name = a.spec?.schemaRef?.name;
@@ -228,7 +266,10 @@ export class ManagerWatches implements CacheLookup {
         byLabel(LABELS.schema, schemaKey)(j);
         byLabel(LABELS.migration, migrationKey)(j);
       });
-      migrations.on(verb, (m) => wake(migrationKey(m.metadata?.namespace ?? '', m.metadata?.name ?? '')));
+      migrations.on(verb, (m) => {
+        wakeAny('migration', m);
+        wakeCoClaimants(verb, m);
+      });
       for (const decisions of this.migrationDecisions) {
         decisions.on(verb, (a) => {
           const ns = a.metadata?.namespace;
