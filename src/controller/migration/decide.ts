@@ -10,7 +10,8 @@
  * Unknown latches: status.unresolvedRun, Blocked, and no Apply until a History read of the same database
  * shows nothing pending, or an acknowledgment naming the run's operation id settles it. Never a retry.
  */
-import { realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
+import { blockedUntil } from '../decision/blocked.ts';
+import { realmRefusalLifted, realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import type { HistoryVerdict, MigrationHistory, RunFailure } from '../../api/ptah-migration.ts';
 import type { ExecutionBinding } from '../../api/ptah-schema.ts';
@@ -404,6 +405,7 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
   const due =
     acknowledged ||
     inputsChanged ||
+    realmRefusalLifted(st) ||
     st.nextReconciliationTime === undefined ||
     Date.parse(st.nextReconciliationTime) <= now.getTime();
   const phase = st.phase;
@@ -1228,9 +1230,9 @@ function claimOperation(
 function block(b: Builder, reason: string, message: string): void {
   const { migration, now } = b.input;
   const st = b.status;
+  st.nextReconciliationTime = blockedUntil(st, reason, message, now, migration.spec.intervalMs);
   st.phase = 'Blocked';
   st.observedGeneration = migration.generation;
-  st.nextReconciliationTime = new Date(now.getTime() + migration.spec.intervalMs).toISOString();
   b.cond('Blocked', 'True', reason, message);
   b.cond('Progressing', 'False', reason, message);
   b.cond('Ready', 'False', reason, message);

@@ -131,3 +131,17 @@ export function realmVerdict(
 export function realmWithdrawal(operation: string, refusal: { readonly message: string }): string {
   return `operation ${operation} withdrawn before it started: ${refusal.message}`;
 }
+
+/**
+ * A resource still Blocked by its realm when the realm admits it again: nothing about the resource changed
+ * (the grant or another claimant did), so its next read is due now rather than at the interval. Asked only
+ * once the realm gates have passed.
+ */
+export function realmRefusalLifted(status: {
+  readonly phase?: string | undefined;
+  readonly conditions?: readonly { readonly type: string; readonly reason: string }[] | undefined;
+}): boolean {
+  if (status.phase !== 'Blocked') return false;
+  const reason = status.conditions?.find((c) => c.type === 'Ready')?.reason;
+  return reason === REASONS.RealmNotAuthorized || reason === REASONS.RealmConflict;
+}

@@ -9,7 +9,8 @@
  * durable before its Job is created, an Apply's `dispatchStarted` is durable before its Job, and a Lease is
  * released only after the status that stops needing it.
  */
-import { realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
+import { blockedUntil } from '../decision/blocked.ts';
+import { realmRefusalLifted, realmWithdrawal, type RealmVerdict } from '../realm/realm-grant.ts';
 import { SCHEMA_ENGINE_DIALECTS } from '../../protocol/dialects.ts';
 import { canonicalDigest } from '../../api/digest.ts';
 import { type RunnerResult, serverReportOf } from '../../protocol/result.ts';
@@ -294,6 +295,7 @@ function handleIdle(b: Builder, input: DecideInput): void {
 
   const due =
     inputsChanged ||
+    realmRefusalLifted(st) ||
     st.nextReconciliationTime === undefined ||
     Date.parse(st.nextReconciliationTime) <= now.getTime();
   const phase = st.phase;
@@ -1315,10 +1317,10 @@ function setPhase(b: Builder, phase: Phase): void {
 function block(b: Builder, type: string, reason: string, message: string, keepPlan = false): void {
   const { schema, now } = b.input;
   const st = b.status;
+  st.nextReconciliationTime = blockedUntil(st, reason, message, now, schema.spec.intervalMs);
   setPhase(b, 'Blocked');
   st.observedGeneration = schema.generation;
   if (!keepPlan) st.plan = undefined;
-  st.nextReconciliationTime = new Date(now.getTime() + schema.spec.intervalMs).toISOString();
   b.cond(type, 'False', reason, message);
   b.cond('Ready', 'False', reason, message);
   b.cond('ReconciliationFailed', 'False', reason, 'blocked, not failed');

@@ -594,6 +594,23 @@ describe('schema lifecycle decision', () => {
     assert.equal(ready?.message, 'two resources claim the realm');
   });
 
+  it('a realm refusal writes nothing new on a second pass and is lifted at once when the realm admits', () => {
+    const refusal = {
+      admitted: false,
+      reason: 'RealmNotAuthorized',
+      message: 'PtahRealm orders does not admit namespace shop for engine postgres: ...',
+    } as const;
+    const first = decide(input(schema({}), T0, { realm: refusal }));
+    assert.equal(first.status.phase, 'Blocked');
+    assert.deepEqual(first.post, [], 'nothing runs');
+    // The same refusal again: the same status, so no write whose watch event would wake the resource again.
+    const again = decide(input(schema(first.status), T0 + 1000, { realm: refusal }));
+    assert.deepEqual(again.status, first.status);
+    // The admin grants it: nothing about the resource changed, yet its read starts now, not at the interval.
+    const admitted = decide(input(schema(first.status), T0 + 2000));
+    assert.equal(admitted.status.claim?.type, 'Observe');
+  });
+
   it('a realm that stops admitting the resource withdraws an undispatched Apply, never a dispatched one', () => {
     const refusal = {
       admitted: false,
