@@ -122,6 +122,23 @@ describe('PtahSchema CRD', () => {
       }),
       /spec.sourcePolicyFrom applies to a ConfigMap or Git source/,
     ],
+    [
+      'a target naming both a coordination key and a PtahRealm',
+      schemaBody('two-realms', {
+        target: {
+          engine: 'postgres',
+          coordinationKey: 'orders',
+          realmRef: { name: 'orders' },
+          urlFrom: { name: 'orders-db', key: 'url' },
+        },
+      }),
+      /exactly one of coordinationKey and realmRef/,
+    ],
+    [
+      'a target naming no realm',
+      schemaBody('no-realm', { target: { engine: 'postgres', urlFrom: { name: 'orders-db', key: 'url' } } }),
+      /exactly one of coordinationKey and realmRef/,
+    ],
   ];
   for (const [name, body, message] of refused) {
     it(`refuses ${name}`, async () => {
@@ -480,6 +497,56 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
       await create(plural, { apiVersion: `${API_GROUP}/${API_VERSION}`, kind, metadata: { name }, spec });
       const why = await refusal(() =>
         objects.patchNamespacedCustomObject({ ...at(plural), name, body: { spec: change } }, mergePatch),
+      );
+      assert.match(why ?? 'accepted', message);
+    });
+  }
+});
+
+describe('PtahRealm CRD', () => {
+  const realms = { group: API_GROUP, version: API_VERSION, plural: 'ptahrealms' };
+  const realmBody = (name: string, spec: Record<string, unknown>) => ({
+    apiVersion: `${API_GROUP}/${API_VERSION}`,
+    kind: 'PtahRealm',
+    metadata: { name },
+    spec,
+  });
+
+  it('is cluster-scoped, keeps its engine and takes a new namespace list', async () => {
+    await objects.createClusterCustomObject({
+      ...realms,
+      body: realmBody('orders', { engine: 'postgres', namespaces: ['shop'], sharing: 'Exclusive' }),
+    });
+    const why = await refusal(() =>
+      objects.patchClusterCustomObject(
+        { ...realms, name: 'orders', body: { spec: { engine: 'mysql' } } },
+        mergePatch,
+      ),
+    );
+    assert.match(why ?? 'accepted', /spec.engine is immutable/);
+    const granted = (await objects.patchClusterCustomObject(
+      { ...realms, name: 'orders', body: { spec: { namespaces: ['shop', 'billing'] } } },
+      mergePatch,
+    )) as Obj;
+    assert.deepEqual(granted.spec['namespaces'], ['shop', 'billing']);
+  });
+
+  for (const [what, spec, message] of [
+    ['an empty namespace list', { engine: 'postgres', namespaces: [], sharing: 'Shared' }, /namespaces/],
+    [
+      'a namespace twice',
+      { engine: 'postgres', namespaces: ['a', 'a'], sharing: 'Shared' },
+      /Duplicate value/,
+    ],
+    [
+      'an unknown sharing',
+      { engine: 'postgres', namespaces: ['a'], sharing: 'Sometimes' },
+      /Unsupported value/,
+    ],
+  ] as const) {
+    it(`refuses ${what}`, async () => {
+      const why = await refusal(() =>
+        objects.createClusterCustomObject({ ...realms, body: realmBody('refused', spec) }),
       );
       assert.match(why ?? 'accepted', message);
     });
