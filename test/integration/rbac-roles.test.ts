@@ -245,6 +245,31 @@ describe('the ordinary user, bound to ptah-schema-editor', () => {
     );
     assert.equal(written, 403);
   });
+
+  it('cannot create or change a PtahRealm: a namespace cannot grant itself a realm', async () => {
+    for (const kc of [user, approver]) {
+      for (const verb of ['create', 'update', 'patch', 'delete']) {
+        const review = await kc.makeApiClient(k8s.AuthorizationV1Api).createSelfSubjectAccessReview({
+          body: { spec: { resourceAttributes: { group: API_GROUP, resource: 'ptahrealms', verb } } },
+        });
+        assert.equal(review.status?.allowed, false, verb);
+      }
+    }
+    const created = await outcome(() =>
+      user.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        plural: 'ptahrealms',
+        body: {
+          apiVersion: `${API_GROUP}/${API_VERSION}`,
+          kind: 'PtahRealm',
+          metadata: { name: 'mine' },
+          spec: { engine: 'postgres', namespaces: [namespace], sharing: 'Shared' },
+        },
+      }),
+    );
+    assert.equal(created, 403);
+  });
 });
 
 describe('the approver, bound to ptah-approver', () => {
