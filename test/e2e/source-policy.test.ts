@@ -5,6 +5,8 @@
 // goes Stale, while the new plan binds the new policy (a PtahSchema from Git, a PtahMigration from a
 // ConfigMap, whose policy is then edited to refuse it).
 import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
@@ -367,7 +369,7 @@ describe('source policies (sourcePolicyFrom), both families', { skip }, () => {
       `config_map:\n  allowed_names: ["journal-*"]\nmax_selected_bytes: ${max}\n`;
     const oldData = await createPolicy(t, 'journal-policy', rules(100000));
     // A migration directory in a ConfigMap: the file and the ptah.sum `ptah migrations hash` writes for it.
-    const dir = join(work, 'journal');
+    const dir = join(fixture.work, 'journal');
     mkdirSync(dir);
     writeFileSync(join(dir, '20260101000000_journal.sql'), LEDGER);
     hashMigrationDirectory(dir);
