@@ -16,6 +16,7 @@ import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { findKubernetesBinaries } from '../env/k8s-binaries.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 import { eventually } from '../env/eventually.ts';
+import { installCrds } from '../env/install-crds.ts';
 import { startAdmissionServer, type AdmissionServer } from '../../src/admission/server.ts';
 import { kubernetesApprovalSubjects } from '../../src/admission/approval-subjects.ts';
 import { approvalWebhooks } from '../../src/admission/webhooks.ts';
@@ -25,8 +26,6 @@ import {
   STATUS_GUARD_NAME,
   UNRESOLVED_RUN_GUARD_NAME,
 } from '../../src/admission/admission-policies.ts';
-import { buildCrds } from '../../src/api/crds.ts';
-import { crdClientModels } from '../../src/api/crd-client-model.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import { API_GROUP, API_VERSION, GROUP_VERSION } from '../../src/api/meta.ts';
 import { UNRESOLVED_RUN_ANNOTATION, type PtahMigration } from '../../src/api/ptah-migration.ts';
@@ -213,18 +212,7 @@ before(async () => {
 
   const adminConfig = new k8s.KubeConfig();
   adminConfig.loadFromFile(cp.kubeconfigs.admin);
-  const ext = adminConfig.makeApiClient(k8s.ApiextensionsV1Api);
-  for (const body of crdClientModels()) await ext.createCustomResourceDefinition({ body });
-  for (const crd of buildCrds()) {
-    await eventually(`CRD ${crd.metadata.name} served`, async () => {
-      try {
-        await admin.listNamespacedCustomObject({ ...at(crd.spec.names.plural), limit: 1 });
-        return true;
-      } catch {
-        return undefined;
-      }
-    });
-  }
+  await installCrds(adminConfig);
 
   // The shipped roles, unchanged: the manager's (the webhooks read with it) and the people's.
   await createAll('deploy/rbac/manager.yaml');

@@ -19,6 +19,7 @@ import { findKubernetesBinaries } from '../env/k8s-binaries.ts';
 import { issueCertificate } from '../env/pki.ts';
 import { writeKubeconfig } from '../env/kubeconfig.ts';
 import { eventually } from '../env/eventually.ts';
+import { installCrds } from '../env/install-crds.ts';
 import {
   admissionPolicies,
   CHUNK_POLICY_NAME,
@@ -33,8 +34,6 @@ import {
   type GuardPolicy,
   type ReleaseIdentity,
 } from '../../src/admission/admission-policies.ts';
-import { crdClientModels } from '../../src/api/crd-client-model.ts';
-import { buildCrds } from '../../src/api/crds.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import {
   API_GROUP,
@@ -1333,18 +1332,7 @@ before(async () => {
 
   const ext = new k8s.KubeConfig();
   ext.loadFromFile(cp.kubeconfigs.admin);
-  const crds = ext.makeApiClient(k8s.ApiextensionsV1Api);
-  for (const body of crdClientModels()) await crds.createCustomResourceDefinition({ body });
-  for (const crd of buildCrds()) {
-    await eventually(`CRD ${crd.metadata.name} served`, async () => {
-      try {
-        await admin.objects.listNamespacedCustomObject({ ...at(crd.spec.names.plural), limit: 1 });
-        return true;
-      } catch {
-        return undefined;
-      }
-    });
-  }
+  await installCrds(ext);
   await createAll(admin, 'deploy/rbac/manager.yaml');
 
   // The ordinary user and the namespace admin hold every verb on the operator's kinds and their status in

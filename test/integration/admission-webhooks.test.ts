@@ -22,8 +22,6 @@ import { startAdmissionServer, type AdmissionServer } from '../../src/admission/
 import { allowed, type AdmissionHandler } from '../../src/admission/review.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
 import { controllerWebhooks, WEBHOOK_PATHS } from '../../src/admission/webhooks.ts';
-import { crdClientModels } from '../../src/api/crd-client-model.ts';
-import { buildCrds } from '../../src/api/crds.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
 import type { ConfigMapObject } from '../../src/api/core.ts';
 import { API_GROUP, API_VERSION, CONTROLLER_STATE_VERSION, GROUP_VERSION } from '../../src/api/meta.ts';
@@ -38,6 +36,7 @@ import { ManagerWatches, type CacheLookup } from '../../src/controller/watches.t
 import { buildSourceSnapshot } from '../../src/sources/snapshot-config-map.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';
+import { installCrds } from '../env/install-crds.ts';
 import { writeKubeconfig } from '../env/kubeconfig.ts';
 import { createCertificateAuthority, issueCertificate } from '../env/pki.ts';
 
@@ -580,18 +579,7 @@ before(async () => {
     }),
   );
 
-  const ext = as.clusterAdmin.kc.makeApiClient(k8s.ApiextensionsV1Api);
-  for (const body of crdClientModels()) await ext.createCustomResourceDefinition({ body });
-  for (const crd of buildCrds()) {
-    await eventually(`CRD ${crd.metadata.name} served`, async () => {
-      try {
-        await as.clusterAdmin.objects.listNamespacedCustomObject({ ...at(crd.spec.names.plural), limit: 1 });
-        return true;
-      } catch {
-        return undefined;
-      }
-    });
-  }
+  await installCrds(as.clusterAdmin.kc);
   // The manager holds the release's own grants (deploy/rbac/manager.yaml); the ordinary user and the
   // namespace admin hold every verb on Jobs, ConfigMaps and Pods (RBAC granted too much), so what refuses
   // them below is the webhook, not RBAC.
