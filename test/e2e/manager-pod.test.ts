@@ -301,11 +301,14 @@ describe('the manager as a Pod, installed with helm', { skip }, () => {
       'the read request answered by the upgraded manager',
       async () => {
         const s = await getSchema(e, 'podshop');
-        // The request is recorded when its read starts; the answer is the phase that read settles in.
+        // The request is recorded when its read starts, while the phase is still the one before it: the
+        // answer is the phase once no operation is claimed and no Job of the resource runs.
         const settled = ['InSync', 'AwaitingApproval', 'Blocked', 'Failed', 'Suspended'];
-        return s.status?.lastReadRequest === requested && settled.includes(s.status.phase ?? '')
-          ? s
-          : undefined;
+        if (s.status?.lastReadRequest !== requested || !settled.includes(s.status.phase ?? ''))
+          return undefined;
+        if (s.status.claim !== undefined) return undefined;
+        const jobs = (await e.batch.listNamespacedJob({ namespace: e.namespace })).items;
+        return jobs.some((j) => (j.status?.active ?? 0) > 0) ? undefined : s;
       },
       120_000,
     );
