@@ -6,161 +6,43 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide, type DecideInput } from '../../../../src/controller/schema/decide.ts';
 import { decideMigration, type MigrationDecideInput } from '../../../../src/controller/migration/decide.ts';
-import type { SchemaSpecView, SchemaStatus, SchemaView } from '../../../../src/controller/schema/model.ts';
-import type {
-  MigrationSpecView,
-  MigrationStatus,
-  MigrationView,
-} from '../../../../src/controller/migration/model.ts';
+import type { SchemaStatus, SchemaView } from '../../../../src/controller/schema/model.ts';
+import type { MigrationStatus, MigrationView } from '../../../../src/controller/migration/model.ts';
 import type { ArtifactInput, OciArtifactInput } from '../../../../src/controller/snapshot/artifact-steps.ts';
-import type { Resolution } from '../../../../src/api/ptah-schema.ts';
-import type { RunnerOutputs, RunnerResult } from '../../../../src/protocol/result.ts';
+import type { RunnerOutputs } from '../../../../src/protocol/result.ts';
 import { sourceBinding } from '../../../../src/controller/snapshot/source-binding.ts';
+import {
+  digest,
+  finishedJob,
+  migrationInputOf,
+  migrationViewOf,
+  schemaInputOf,
+  schemaViewOf,
+  T0,
+} from './pipeline-fixture.ts';
 
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const REF = 'registry.example:5000/schemas/orders:v1';
 const REPO = 'registry.example:5000/schemas/orders';
 const SCHEMA_TYPE = 'application/vnd.ptah.schema.v1';
 const MIGRATIONS_TYPE = 'application/vnd.ptah.migrations.v1';
 const POLICY = { ok: true as const, name: 'policy', uid: 'pol-1', digest: digest('p') };
 
-const executionBinding = {
-  managerImage: 'manager:1',
-  managerRevision: 'rev-1',
-  controllerStateVersion: 1,
-  ptahVersion: '0.1.0',
-  runnerImage: 'runner:1',
-  runnerProtocolVersion: 1,
-};
-
 const oci = { reference: REF, credentialsSecretName: 'registry', plainHttp: false };
+const source = { configMap: { name: '', files: [] }, oci, verificationPolicyName: 'policy' };
 
-function schemaView(status: SchemaStatus, generation = 1): SchemaView {
-  const spec: SchemaSpecView = {
-    engine: 'postgres',
-    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
-    urlFrom: { name: 'db', key: 'url' },
-    configMap: { name: '', files: [] },
-    oci,
-    verificationPolicyName: 'policy',
-    policy: { apply: 'OnApproval', allowDestructive: false, protectedTables: [], exclude: [] },
-    intervalMs: 600_000,
-    failureRetryIntervalMs: 30_000,
-    activeDeadlineSeconds: 900,
-    suspend: false,
-  };
-  return {
-    namespace: 'ns',
-    name: 'orders',
-    uid: 'uid-1',
-    generation,
-    deleting: false,
-    hasFinalizer: true,
-    spec,
-    status,
-  };
-}
-
-function migrationView(status: MigrationStatus): MigrationView {
-  const spec: MigrationSpecView = {
-    engine: 'postgres',
-    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
-    urlFrom: { name: 'db', key: 'url' },
-    configMap: { name: '', files: [] },
-    oci,
-    verificationPolicyName: 'policy',
-    policy: { apply: 'OnApproval', lockTimeoutSeconds: 300, transactionMode: 'unset' },
-    intervalMs: 600_000,
-    failureRetryIntervalMs: 30_000,
-    activeDeadlineSeconds: 900,
-    suspend: false,
-  };
-  return {
-    namespace: 'ns',
-    name: 'orders',
-    uid: 'uid-m',
-    generation: 1,
-    deleting: false,
-    hasFinalizer: true,
-    spec,
-    status,
-  };
-}
-
-const recorded = (res: Resolution | undefined) =>
-  res?.sourceType === 'OCI'
-    ? { ok: true as const, value: res }
-    : { ok: false as const, reason: 'SourceUnresolved', message: 'not yet' };
+const schemaView = (status: SchemaStatus, generation = 1): SchemaView =>
+  schemaViewOf(source, status, generation);
+const migrationView = (status: MigrationStatus): MigrationView => migrationViewOf(source, status, 'uid-m');
 
 function artifact(type: string, policy: OciArtifactInput['policy'] = POLICY): ArtifactInput {
   return { kind: 'oci', reference: REF, artifactType: type, policy };
 }
 
-function schemaInput(view: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput {
-  return {
-    now: new Date(at),
-    schema: view,
-    engineSupported: true,
-    engine: 'postgres',
-    realm: { admitted: true },
-    coordinationDigest: digest('c'),
-    executionBinding,
-    resolution: recorded(view.status.resolution),
-    artifact: artifact(SCHEMA_TYPE),
-    approvals: [],
-    ...extra,
-  };
-}
-
-function migrationInput(view: MigrationView, at: number, extra: Partial<MigrationDecideInput> = {}) {
-  return {
-    now: new Date(at),
-    migration: view,
-    engineSupported: true,
-    engine: 'postgres' as const,
-    realm: { admitted: true },
-    coordinationDigest: digest('c'),
-    executionBinding,
-    resolution: recorded(view.status.resolution),
-    artifact: artifact(MIGRATIONS_TYPE),
-    approvals: [],
-    acknowledgments: [],
-    ...extra,
-  } satisfies MigrationDecideInput;
-}
-
-function finished(
-  claim: { type: string; operationId: string; jobName: string },
-  operation: RunnerResult['operation'],
-  outputs: RunnerOutputs,
-  outcome: RunnerResult['outcome'] = 'succeeded',
-  error?: { code: string; message: string },
-) {
-  return {
-    job: {
-      state: 'finished' as const,
-      uid: 'job-1',
-      succeeded: outcome === 'succeeded',
-      finishedAt: new Date(T0).toISOString(),
-    },
-    harvest: {
-      kind: 'accepted' as const,
-      result: {
-        protocolVersion: 1,
-        operation,
-        operationId: claim.operationId,
-        exitCode: outcome === 'succeeded' ? 0 : 1,
-        childExitCode: -1,
-        outcome,
-        startedAt: 'x',
-        finishedAt: 'y',
-        outputs,
-        ...(error !== undefined ? { error } : {}),
-      },
-    },
-  };
-}
+const schemaInput = (view: SchemaView, at: number, extra: Partial<DecideInput> = {}): DecideInput =>
+  schemaInputOf(view, at, 'OCI', artifact(SCHEMA_TYPE), extra);
+const migrationInput = (view: MigrationView, at: number, extra: Partial<MigrationDecideInput> = {}) =>
+  migrationInputOf(view, at, 'OCI', artifact(MIGRATIONS_TYPE), extra);
+const finished = finishedJob;
 
 const resolved = (d: string) => ({
   artifact: {

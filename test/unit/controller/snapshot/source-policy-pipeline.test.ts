@@ -7,21 +7,24 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide, type DecideInput } from '../../../../src/controller/schema/decide.ts';
 import { decideMigration, type MigrationDecideInput } from '../../../../src/controller/migration/decide.ts';
-import type { SchemaSpecView, SchemaStatus, SchemaView } from '../../../../src/controller/schema/model.ts';
-import type {
-  MigrationSpecView,
-  MigrationStatus,
-  MigrationView,
-} from '../../../../src/controller/migration/model.ts';
+import type { SchemaStatus, SchemaView } from '../../../../src/controller/schema/model.ts';
+import type { MigrationStatus, MigrationView } from '../../../../src/controller/migration/model.ts';
 import { gitArtifactInput, type GitSourceView } from '../../../../src/controller/snapshot/artifact-steps.ts';
 import type { SourcePolicyRead } from '../../../../src/controller/snapshot/source-policy.ts';
 import { sourceBinding } from '../../../../src/controller/snapshot/source-binding.ts';
 import { parseSourcePolicy } from '../../../../src/sources/source-policy.ts';
 import type { Resolution } from '../../../../src/api/ptah-schema.ts';
-import type { RunnerOutputs, RunnerResult } from '../../../../src/protocol/result.ts';
+import type { RunnerOutputs } from '../../../../src/protocol/result.ts';
+import {
+  digest,
+  finishedJob,
+  migrationInputOf,
+  migrationViewOf,
+  schemaInputOf,
+  schemaViewOf,
+  T0,
+} from './pipeline-fixture.ts';
 
-const T0 = Date.parse('2026-01-01T00:00:00Z');
-const digest = (c: string) => `sha256:${c.repeat(64)}`;
 const REPO = 'https://git.example.com/org/schemas.git';
 const COMMIT = 'a'.repeat(40);
 
@@ -33,15 +36,6 @@ const policy = (text: string, uid = 'sp-1', d = digest('1')): SourcePolicyRead =
   policy: parseSourcePolicy({ 'source-policy.yaml': text }),
 });
 const ALLOWING = policy('version: 1\ngit:\n  allowed_hosts: [git.example.com]\nmax_selected_bytes: 100\n');
-
-const executionBinding = {
-  managerImage: 'manager:1',
-  managerRevision: 'rev-1',
-  controllerStateVersion: 1,
-  ptahVersion: '0.1.0',
-  runnerImage: 'runner:1',
-  runnerProtocolVersion: 1,
-};
 
 const git: GitSourceView = {
   kind: 'git',
@@ -61,128 +55,30 @@ const PLAN = {
   createdAt: new Date(T0).toISOString(),
 };
 
-function schemaView(status: SchemaStatus, configMapSource = false): SchemaView {
-  const spec: SchemaSpecView = {
-    engine: 'postgres',
-    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
-    urlFrom: { name: 'db', key: 'url' },
-    configMap: { name: configMapSource ? 'orders-schema' : '', files: [] },
-    ...(configMapSource ? {} : { git }),
-    sourcePolicyName: 'sources',
-    policy: { apply: 'OnApproval', allowDestructive: false, protectedTables: [], exclude: [] },
-    intervalMs: 600_000,
-    failureRetryIntervalMs: 30_000,
-    activeDeadlineSeconds: 900,
-    suspend: false,
-  };
-  return {
-    namespace: 'ns',
-    name: 'orders',
-    uid: 'uid-1',
-    generation: 1,
-    deleting: false,
-    hasFinalizer: true,
-    spec,
+const schemaView = (status: SchemaStatus, configMapSource = false): SchemaView =>
+  schemaViewOf(
+    configMapSource
+      ? { configMap: { name: 'orders-schema', files: [] }, sourcePolicyName: 'sources' }
+      : { configMap: { name: '', files: [] }, git, sourcePolicyName: 'sources' },
     status,
-  };
-}
+  );
+const migrationView = (status: MigrationStatus): MigrationView =>
+  migrationViewOf({ configMap: { name: '', files: [] }, git, sourcePolicyName: 'sources' }, status, 'uid-1');
 
-function migrationView(status: MigrationStatus): MigrationView {
-  const spec: MigrationSpecView = {
-    engine: 'postgres',
-    realm: { kind: 'CoordinationKey', coordinationKey: 'orders' },
-    urlFrom: { name: 'db', key: 'url' },
-    configMap: { name: '', files: [] },
-    git,
-    sourcePolicyName: 'sources',
-    policy: { apply: 'OnApproval', lockTimeoutSeconds: 300, transactionMode: 'unset' },
-    intervalMs: 600_000,
-    failureRetryIntervalMs: 30_000,
-    activeDeadlineSeconds: 900,
-    suspend: false,
-  };
-  return {
-    namespace: 'ns',
-    name: 'orders',
-    uid: 'uid-1',
-    generation: 1,
-    deleting: false,
-    hasFinalizer: true,
-    spec,
-    status,
-  };
-}
-
-const recorded = (res: Resolution | undefined) =>
-  res?.sourceType === 'Git'
-    ? { ok: true as const, value: res }
-    : { ok: false as const, reason: 'SourceUnresolved', message: 'not yet' };
-
-function schemaInput(
+const schemaInput = (
   view: SchemaView,
   at: number,
   read: SourcePolicyRead,
   extra: Partial<DecideInput> = {},
-): DecideInput {
-  return {
-    now: new Date(at),
-    schema: view,
-    engineSupported: true,
-    engine: 'postgres',
-    realm: { admitted: true },
-    coordinationDigest: digest('c'),
-    executionBinding,
-    resolution: recorded(view.status.resolution),
-    artifact: gitArtifactInput(git, read),
-    approvals: [],
-    ...extra,
-  };
-}
-
-function migrationInput(
+): DecideInput => schemaInputOf(view, at, 'Git', gitArtifactInput(git, read), extra);
+const migrationInput = (
   view: MigrationView,
   at: number,
   read: SourcePolicyRead,
   extra: Partial<MigrationDecideInput> = {},
-) {
-  return {
-    now: new Date(at),
-    migration: view,
-    engineSupported: true,
-    engine: 'postgres' as const,
-    realm: { admitted: true },
-    coordinationDigest: digest('c'),
-    executionBinding,
-    resolution: recorded(view.status.resolution),
-    artifact: gitArtifactInput(git, read),
-    approvals: [],
-    acknowledgments: [],
-    ...extra,
-  } satisfies MigrationDecideInput;
-}
-
-function finished(claim: { operationId: string }, outputs: RunnerOutputs) {
-  const result: RunnerResult = {
-    protocolVersion: 1,
-    operation: 'resolve',
-    operationId: claim.operationId,
-    exitCode: 0,
-    childExitCode: -1,
-    outcome: 'succeeded',
-    startedAt: 'x',
-    finishedAt: 'y',
-    outputs,
-  };
-  return {
-    job: {
-      state: 'finished' as const,
-      uid: 'job-1',
-      succeeded: true,
-      finishedAt: new Date(T0).toISOString(),
-    },
-    harvest: { kind: 'accepted' as const, result },
-  };
-}
+) => migrationInputOf(view, at, 'Git', gitArtifactInput(git, read), extra);
+const finished = (claim: { operationId: string }, outputs: RunnerOutputs) =>
+  finishedJob(claim, 'resolve', outputs);
 
 const commit = (size: number): RunnerOutputs => ({
   gitCommit: {
