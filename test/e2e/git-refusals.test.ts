@@ -20,7 +20,7 @@ import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import { gitSource, sha256, startGitFixture, type GitAccess, type GitFixture } from './git-fixture.ts';
-import { at, createSecret, eventually, query, useE2E, type E2E } from './harness.ts';
+import { approveMigration, at, createSecret, type E2E, eventually, query, useE2E } from './harness.ts';
 
 const { skip, e2e } = useE2E();
 
@@ -147,25 +147,6 @@ async function requestRead(kind: Kind, name: string): Promise<void> {
   );
 }
 
-async function approveMigration(m: Resource, approval: string): Promise<void> {
-  const plan = m.status!.plan!;
-  await e2e()
-    .approver.makeApiClient(k8s.CustomObjectsApi)
-    .createNamespacedCustomObject({
-      ...at(e2e(), 'ptahmigrationapprovals'),
-      body: {
-        apiVersion: `${API_GROUP}/${API_VERSION}`,
-        kind: 'PtahMigrationApproval',
-        metadata: { name: approval },
-        spec: {
-          migrationRef: { name: m.metadata.name, uid: m.metadata.uid },
-          planRef: { name: plan.name, uid: plan.uid },
-          planFingerprint: plan.fingerprint,
-        },
-      },
-    });
-}
-
 const awaitingAt = (name: string, commit: string) =>
   waitFor(
     'ptahmigrations',
@@ -241,7 +222,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
       gitSource(repo.httpUrl, { branch: 'main' }, 'migrations', { https: true }),
       { apply: 'OnApproval' },
     );
-    await approveMigration(await awaitingAt(name, first), `${name}-1`);
+    await approveMigration(e2e(), await awaitingAt(name, first), `${name}-1`);
     await inSyncAt('ptahmigrations', name, first);
     assert.deepEqual(await versions(url), ['20260101000000']);
 
@@ -255,7 +236,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     migrationFiles(repo.tree, { ...LEDGER, ...AMOUNT, ...NOTE });
     const rewritten = await repo.commit({}, 'rewritten history');
     await repo.push('rewritten:main');
-    await approveMigration(waiting, `${name}-2`);
+    await approveMigration(e2e(), waiting, `${name}-2`);
 
     const refused = await refusal('ptahmigrations', name, 'ArtifactFetchFailed');
     assert.equal(
@@ -267,7 +248,7 @@ describe('Git sources refused with the reason Ptah gave, and recovered', { skip,
     // The retry resolves the ref again: the new tip, its own plan, approved and applied.
     const recovered = await awaitingAt(name, rewritten);
     assert.notEqual(recovered.status?.plan?.name, waiting.status?.plan?.name);
-    await approveMigration(recovered, `${name}-3`);
+    await approveMigration(e2e(), recovered, `${name}-3`);
     const synced = await inSyncAt('ptahmigrations', name, rewritten);
     assert.equal(condition(synced, 'ArtifactResolved')?.reason, 'CommitResolved');
     assert.deepEqual(await versions(url), ['20260101000000', '20260102000000', '20260103000000']);

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
 import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
+import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { approvalWebhookConfigurations } from '../../src/admission/webhook-configurations.ts';
@@ -305,6 +306,63 @@ export function at(e2e: E2E, plural: string) {
 
 export async function getSchema(e2e: E2E, name: string): Promise<PtahSchema> {
   return (await e2e.objects.getNamespacedCustomObject({ ...at(e2e, 'ptahschemas'), name })) as PtahSchema;
+}
+
+export async function getMigration(e2e: E2E, name: string): Promise<PtahMigration> {
+  return (await e2e.objects.getNamespacedCustomObject({
+    ...at(e2e, 'ptahmigrations'),
+    name,
+  })) as PtahMigration;
+}
+
+/** Waits until the PtahMigration satisfies `ok`; a timeout says what its status was. */
+export async function migrationWhen(
+  e2e: E2E,
+  name: string,
+  what: string,
+  ok: (m: PtahMigration) => boolean,
+  timeoutMs = 150_000,
+): Promise<PtahMigration> {
+  try {
+    return await eventually(
+      `${name}: ${what}`,
+      async () => {
+        const m = await getMigration(e2e, name);
+        return ok(m) ? m : undefined;
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    const m = await getMigration(e2e, name).catch(() => undefined);
+    throw new Error(`${(error as Error).message}; status: ${JSON.stringify(m?.status)}`);
+  }
+}
+
+/** The approver approves the plan the PtahMigration names now, exactly. */
+export async function approveMigration(
+  e2e: E2E,
+  m: {
+    readonly metadata: { readonly name?: string; readonly uid?: string };
+    readonly status?: {
+      readonly plan?: { readonly name: string; readonly uid: string; readonly fingerprint: string };
+    };
+  },
+  approval: string,
+): Promise<void> {
+  const plan = m.status!.plan!;
+  await e2e.approver.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
+    ...at(e2e, 'ptahmigrationapprovals'),
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'PtahMigrationApproval',
+      metadata: { name: approval },
+      spec: {
+        migrationRef: { name: m.metadata.name, uid: m.metadata.uid },
+        planRef: { name: plan.name, uid: plan.uid },
+        planFingerprint: plan.fingerprint,
+      },
+    },
+  });
 }
 
 export async function waitForPhase(

@@ -18,7 +18,16 @@ import { UNRESOLVED_RUN_ANNOTATION, type PtahMigration } from '../../src/api/pta
 import type { PtahMigrationRunAcknowledgment } from '../../src/api/ptah-migration-approval.ts';
 import type { PtahMigrationPlan } from '../../src/api/ptah-migration-plan.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
-import { at, createSecret, eventually, useE2E, type E2E } from './harness.ts';
+import {
+  approveMigration,
+  at,
+  createSecret,
+  type E2E,
+  eventually,
+  getMigration,
+  migrationWhen,
+  useE2E,
+} from './harness.ts';
 
 const { skip, e2e } = useE2E(async () => ({}), { mariadb: true });
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -217,34 +226,8 @@ async function declareMigration(
   return url;
 }
 
-async function getMigration(t: E2E, name: string): Promise<PtahMigration> {
-  return (await t.objects.getNamespacedCustomObject({ ...at(t, 'ptahmigrations'), name })) as PtahMigration;
-}
-
-async function waitFor(
-  t: E2E,
-  name: string,
-  what: string,
-  ok: (m: PtahMigration) => boolean,
-  timeoutMs = 150_000,
-): Promise<PtahMigration> {
-  try {
-    return await eventually(
-      `${name}: ${what}`,
-      async () => {
-        const m = await getMigration(t, name);
-        return ok(m) ? m : undefined;
-      },
-      timeoutMs,
-    );
-  } catch (error) {
-    const m = await getMigration(t, name).catch(() => undefined);
-    throw new Error(`${(error as Error).message}; status: ${JSON.stringify(m?.status)}`);
-  }
-}
-
 const inPhase = (t: E2E, name: string, phases: string[]) =>
-  waitFor(t, name, `phase ${phases.join('|')}`, (m) => phases.includes(m.status?.phase ?? ''));
+  migrationWhen(t, name, `phase ${phases.join('|')}`, (m) => phases.includes(m.status?.phase ?? ''));
 
 const condition = (m: PtahMigration, type: string) => m.status?.conditions?.find((c) => c.type === type);
 
@@ -260,23 +243,6 @@ async function applyJobs(t: E2E, name: string): Promise<k8s.V1Job[]> {
     labelSelector: `${API_GROUP}/migration=${name},${API_GROUP}/operation=apply`,
   });
   return list.items;
-}
-
-async function approve(t: E2E, m: PtahMigration, approval: string): Promise<void> {
-  const plan = m.status!.plan!;
-  await t.approver.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
-    ...at(t, 'ptahmigrationapprovals'),
-    body: {
-      apiVersion: `${API_GROUP}/${API_VERSION}`,
-      kind: 'PtahMigrationApproval',
-      metadata: { name: approval },
-      spec: {
-        migrationRef: { name: m.metadata.name, uid: m.metadata.uid },
-        planRef: { name: plan.name, uid: plan.uid },
-        planFingerprint: plan.fingerprint,
-      },
-    },
-  });
 }
 
 /** Nothing a database holds, no statement and no credential in status, Events, Job specs or logs. */
@@ -355,7 +321,7 @@ for (const engine of ENGINES) {
       assert.equal(plan.spec.binding.transactionMode, 'unset');
       assert.equal(engine.logged(t, `${p}_ap_orders`), 0, 'reading the history ran nothing');
 
-      await approve(t, waiting, `${name}-ok`);
+      await approveMigration(t, waiting, `${name}-ok`);
       const done = await inPhase(t, name, ['InSync', 'Failed', 'Blocked']);
       assert.equal(done.status?.phase, 'InSync', JSON.stringify(done.status?.conditions));
       assert.equal(condition(done, 'Progressing')?.reason, 'HistoryMatched');
@@ -465,7 +431,7 @@ for (const engine of ENGINES) {
       // The Apply will wait for Ptah's migration lock; meanwhile the database goes back to before version 1.
       const release = await engine.holdMigrationLock(url);
       try {
-        await approve(t, waiting, `${name}-ok`);
+        await approveMigration(t, waiting, `${name}-ok`);
         await eventually(`${name}: the apply waits for the migration lock`, async () =>
           (await engine.lockWaiters(url)) > 0 ? true : undefined,
         );
@@ -494,7 +460,12 @@ for (const engine of ENGINES) {
         '2_b.sql': `-- ptah:txmode none\nCREATE TABLE ${p}_pa_b (id int);\nINSERT INTO ${p}_pa_missing VALUES (1);\n`,
       };
       const url = await declareMigration(t, engine, name, { files, policy: { apply: 'Always' } });
-      const blocked = await waitFor(t, name, 'the run latched', (m) => m.status?.unresolvedRun !== undefined);
+      const blocked = await migrationWhen(
+        t,
+        name,
+        'the run latched',
+        (m) => m.status?.unresolvedRun !== undefined,
+      );
       const latched = await inPhase(t, name, ['Blocked']);
       assert.equal(condition(latched, 'Blocked')?.reason, 'ApplyOutcomeUnknown');
       const run = latched.status!.unresolvedRun!;
@@ -520,7 +491,7 @@ for (const engine of ENGINES) {
         },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
-      const reread = await waitFor(
+      const reread = await migrationWhen(
         t,
         name,
         'the read request answered by a fresh read',
@@ -545,7 +516,7 @@ for (const engine of ENGINES) {
         name,
         body: { ...current, status: {} },
       });
-      const restored = await waitFor(
+      const restored = await migrationWhen(
         t,
         name,
         'the run restored from the annotation',
@@ -573,7 +544,7 @@ for (const engine of ENGINES) {
         },
       })) as PtahMigrationRunAcknowledgment;
       assert.equal(ack.spec.acknowledgedBy?.username, t.env.controlPlane.identities.approver);
-      const settled = await waitFor(
+      const settled = await migrationWhen(
         t,
         name,
         'the run acknowledged',
@@ -584,7 +555,7 @@ for (const engine of ENGINES) {
         settled.status?.resolvedRun?.acknowledgedBy?.username,
         t.env.controlPlane.identities.approver,
       );
-      const after = await waitFor(
+      const after = await migrationWhen(
         t,
         name,
         'the annotation removed and the history read again',
@@ -611,7 +582,12 @@ for (const engine of ENGINES) {
         async () => ((await engine.killSleeper(url)) > 0 ? true : undefined),
         150_000,
       );
-      const latched = await waitFor(t, name, 'the run latched', (m) => m.status?.unresolvedRun !== undefined);
+      const latched = await migrationWhen(
+        t,
+        name,
+        'the run latched',
+        (m) => m.status?.unresolvedRun !== undefined,
+      );
       assert.equal(latched.status?.unresolvedRun?.outcome, 'Unknown');
       const blocked = await inPhase(t, name, ['Blocked']);
       assert.equal(condition(blocked, 'Blocked')?.reason, 'ApplyOutcomeUnknown');
@@ -628,7 +604,7 @@ for (const engine of ENGINES) {
         },
         k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
       );
-      const settled = await waitFor(
+      const settled = await migrationWhen(
         t,
         name,
         'settled by the history',
@@ -637,7 +613,7 @@ for (const engine of ENGINES) {
       assert.equal(settled.status?.resolvedRun?.resolution, 'HistoryRead');
       assert.equal(settled.status?.resolvedRun?.outcome, 'Unknown');
       assert.equal(settled.status?.unresolvedRun, undefined);
-      await waitFor(
+      await migrationWhen(
         t,
         name,
         'the annotation removed',

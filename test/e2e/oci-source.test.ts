@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, READ_REQUESTED_ANNOTATION } from '../../src/api/meta.ts';
-import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
@@ -23,13 +22,14 @@ import {
   createApproval,
   createSecret,
   dumpDebug,
+  type E2E,
   eventually,
+  getMigration,
   getSchema,
   operationJobs,
   query,
   useE2E,
   waitForPhase,
-  type E2E,
 } from './harness.ts';
 
 const { skip, e2e } = useE2E();
@@ -93,10 +93,6 @@ async function createOciSchema(
     },
   });
   return url;
-}
-
-async function getMigration(t: E2E, name: string): Promise<PtahMigration> {
-  return (await t.objects.getNamespacedCustomObject({ ...at(t, 'ptahmigrations'), name })) as PtahMigration;
 }
 
 const condition = (

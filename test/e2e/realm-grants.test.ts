@@ -9,7 +9,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
-import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahRealmSpec } from '../../src/api/ptah-realm.ts';
 import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import {
@@ -17,15 +16,17 @@ import {
   createSecret,
   createSource,
   dumpDebug,
+  type E2E,
   eventsOnceRecorded,
   eventually,
+  getMigration,
   getSchema,
+  migrationWhen,
   query,
   schemaJobs,
   statementsIn,
   useE2E,
   waitForPhase,
-  type E2E,
 } from './harness.ts';
 
 const { skip, e2e } = useE2E();
@@ -123,32 +124,6 @@ async function declareRealmMigration(
     },
   });
   return url;
-}
-
-async function getMigration(t: E2E, name: string): Promise<PtahMigration> {
-  return (await t.objects.getNamespacedCustomObject({ ...at(t, 'ptahmigrations'), name })) as PtahMigration;
-}
-
-async function migrationWhen(
-  t: E2E,
-  name: string,
-  what: string,
-  ok: (m: PtahMigration) => boolean,
-  timeoutMs = 120_000,
-): Promise<PtahMigration> {
-  try {
-    return await eventually(
-      `${name}: ${what}`,
-      async () => {
-        const m = await getMigration(t, name);
-        return ok(m) ? m : undefined;
-      },
-      timeoutMs,
-    );
-  } catch (error) {
-    const m = await getMigration(t, name).catch(() => undefined);
-    throw new Error(`${(error as Error).message}; status: ${JSON.stringify(m?.status)}`);
-  }
 }
 
 async function migrationJobs(t: E2E, name: string, operation?: string): Promise<k8s.V1Job[]> {

@@ -25,12 +25,13 @@ import {
   createSecret,
   createSource,
   dumpDebug,
+  type E2E,
   eventsOnceRecorded,
   eventually,
+  getMigration,
   getSchema,
   useE2E,
   waitForPhase,
-  type E2E,
 } from './harness.ts';
 
 const { skip, e2e } = useE2E();
@@ -92,10 +93,6 @@ async function createResource(
       },
     },
   });
-}
-
-async function getMigration(t: E2E, name: string): Promise<PtahMigration> {
-  return (await t.objects.getNamespacedCustomObject({ ...at(t, 'ptahmigrations'), name })) as PtahMigration;
 }
 
 /** The resource once it failed; anything else it settles in is a failure of the test, with the status. */
