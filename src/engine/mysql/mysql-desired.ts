@@ -125,7 +125,8 @@ export function parseDesired(files: readonly { path: string; sql: string }[]): P
       tables.delete(v.name);
       return;
     }
-    const created = createdKind(text);
+    // Only a CREATE can declare one; the rest (tables, rows, ALTERs) is not tokenized again to find out.
+    const created = /^create\b/i.test(text) ? createdKind(text) : undefined;
     if (created === 'EVENT')
       throw new DesiredStateError(
         `${where}: events are not managed by the schema engine (they run on a schedule, not on a schema); keep them in a migration`,

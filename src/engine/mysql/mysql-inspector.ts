@@ -6,7 +6,7 @@ import type { DatabaseServer, RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
-import { mysqlObject, type RawObject } from './mysql-objects.ts';
+import { mysqlObject, normaliseBody, type RawObject, type RawParameter } from './mysql-objects.ts';
 import { DesiredStateError } from '../pg/pg-desired.ts';
 import {
   columnsOfTables,
@@ -224,9 +224,21 @@ function liveObjects(
     timing: s(r['timing']).toUpperCase(),
     event: s(r['event']).toUpperCase(),
     table: s(r['t']),
-    body: s(r['body']).replace(/\r\n/g, '\n').trim(),
+    body: normaliseBody(s(r['body'])),
   }));
   const unreadable: { kind: string; name: string }[] = [];
+  // Read once in ORDINAL_POSITION order, grouped by routine: a routine's parameters keep that order.
+  const paramsOf = new Map<string, RawParameter[]>();
+  for (const p of parameters) {
+    const key = JSON.stringify([s(p['type']).toLowerCase(), s(p['routine'])]);
+    const list = paramsOf.get(key) ?? [];
+    list.push({
+      mode: (s(p['mode']).toUpperCase() || 'IN') as RawParameter['mode'],
+      name: s(p['name']),
+      type: s(p['dtd']),
+    });
+    paramsOf.set(key, list);
+  }
   for (const r of routines) {
     const kind = s(r['type']).toLowerCase() === 'function' ? 'function' : 'procedure';
     const body = str(r['body']);
@@ -234,23 +246,16 @@ function liveObjects(
       unreadable.push({ kind, name: s(r['name']) });
       continue;
     }
-    const params = parameters
-      .filter((p) => s(p['type']).toLowerCase() === kind && s(p['routine']) === s(r['name']))
-      .map((p) => ({
-        mode: (s(p['mode']).toUpperCase() || 'IN') as 'IN' | 'OUT' | 'INOUT',
-        name: s(p['name']),
-        type: s(p['dtd']),
-      }));
     objects.push({
       kind,
       name: s(r['name']),
-      parameters: params,
+      parameters: paramsOf.get(JSON.stringify([kind, s(r['name'])])) ?? [],
       ...(kind === 'function' ? { returns: s(r['returns']) } : {}),
       deterministic: s(r['det']).toUpperCase() === 'YES',
       dataAccess: s(r['access']).toUpperCase(),
       security: s(r['sec']).toUpperCase(),
       comment: s(r['comment']),
-      body: body.replace(/\r\n/g, '\n').trim(),
+      body: normaliseBody(body),
     });
   }
   return { objects, unreadable };

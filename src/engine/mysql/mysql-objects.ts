@@ -117,7 +117,8 @@ class Reader {
   }
 }
 
-const normaliseBody = (body: string): string => body.replace(/\r\n/g, '\n').trim();
+/** A body as both sides hold it: line ends as LF, ends trimmed. */
+export const normaliseBody = (body: string): string => body.replace(/\r\n/g, '\n').trim();
 
 /** `DEFINER = user@host | CURRENT_USER[()] | role`: skipped; the plan creates under the applying account. */
 function skipDefiner(r: Reader): void {
