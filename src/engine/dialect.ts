@@ -70,6 +70,12 @@ export interface SchemaDialect {
    * mysql client's DELIMITER blocks. Absent: the file as written.
    */
   scriptText?(sql: string): string;
+  /**
+   * Runs the desired files in a dev database's open transaction, declarations in any order (PostgreSQL:
+   * statement by statement in the loader's order, each in a savepoint, a statement naming what is declared
+   * further down run again once it exists). Absent: each file runs whole, in file order.
+   */
+  loadIntoDev?(dev: Session, files: readonly { path: string; sql: string }[]): Promise<void>;
   /** A change's statements; `plan` is the whole ordered plan it is part of, for a dialect that joins changes. */
   render(change: Change, plan?: readonly Change[]): string[];
   /** Rows of each target table, or non-NULL values of each target column, in one round trip. */

@@ -141,16 +141,18 @@ async function loadDesired(
         );
     }
     loaded = true;
-    for (const f of source.files) {
-      try {
-        await dev.query(dialect.scriptText?.(f.sql) ?? f.sql);
-      } catch (error) {
-        const e = error as DatabaseError;
-        throw new DesiredSourceError(
-          `${f.path}: the dev database rejected the desired SQL (SQLSTATE ${e.sqlstate ?? 'unknown'}): ${e.message}`,
-        );
+    if (dialect.loadIntoDev !== undefined) await dialect.loadIntoDev(dev, source.files);
+    else
+      for (const f of source.files) {
+        try {
+          await dev.query(dialect.scriptText?.(f.sql) ?? f.sql);
+        } catch (error) {
+          const e = error as DatabaseError;
+          throw new DesiredSourceError(
+            `${f.path}: the dev database rejected the desired SQL (SQLSTATE ${e.sqlstate ?? 'unknown'}): ${e.message}`,
+          );
+        }
       }
-    }
     const inspected = await dialect.inspect(dev);
     return { ...inspected, rows: parsed.rows };
   } finally {

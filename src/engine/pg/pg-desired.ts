@@ -282,9 +282,7 @@ export class DesiredStateBuilder {
         this.problems.push(error.message);
       }
     }
-    const stage = (s: ParsedStatement) => (DECLARATIONS.has(s.type) ? 0 : s.type === 'CommentStmt' ? 2 : 1);
-    const ordered = all.map((s, i) => ({ s, i })).sort((a, b) => stage(a.s) - stage(b.s) || a.i - b.i);
-    for (const { s } of ordered) {
+    for (const s of inLoadOrder(all)) {
       try {
         this.addStatement(s);
       } catch (error) {
@@ -1791,6 +1789,65 @@ const DECLARATIONS = new Set([
   'ViewStmt',
   'CreateTableAsStmt',
 ]);
+
+/** Where a statement comes in the load order: declarations, then what names them, then comments. */
+function loadStage(s: ParsedStatement): number {
+  return DECLARATIONS.has(s.type) ? 0 : s.type === 'CommentStmt' ? 2 : 1;
+}
+
+/**
+ * The one load order, offline and in a dev database alike: by stage, and within a stage in file order
+ * (files in the order given), so a statement may name what is declared further down.
+ */
+function inLoadOrder(all: readonly ParsedStatement[]): ParsedStatement[] {
+  return all
+    .map((s, i) => ({ s, i }))
+    .sort((a, b) => loadStage(a.s) - loadStage(b.s) || a.i - b.i)
+    .map((x) => x.s);
+}
+
+/** One statement of the desired files as a dev database runs it. */
+export interface DevStatement {
+  /** The statement's own text, comments before it included, without its `;`. */
+  readonly sql: string;
+  /** `file:line:column` of its first word. */
+  readonly where: string;
+  /** Its first line, for a message: `CREATE VIEW big_orders AS SELECT …`. */
+  readonly label: string;
+}
+
+/** Ownership, privileges and security labels: not managed, and naming roles or label providers a dev database may lack. */
+function changesOnlyAccess(s: ParsedStatement): boolean {
+  if (s.type === 'AlterTableStmt')
+    return ((s.node['cmds'] as AstNode[] | undefined) ?? []).every(
+      (c) => (c['AlterTableCmd'] as AstNode)['subtype'] === 'AT_ChangeOwner',
+    );
+  return ['ownership', 'privileges', 'security labels'].includes(OWNERSHIP_AND_PRIVILEGES[s.type] ?? '');
+}
+
+/**
+ * The desired files as a dev database runs them: in the load order, without what the loader skips (SET,
+ * BEGIN/COMMIT, set_config: a COMMIT would end the dev transaction) and without ownership and privileges.
+ * A CREATE SCHEMA with elements stays one statement, as the server runs it. Syntax errors throw as the
+ * loader reports them.
+ */
+export async function devStatements(
+  files: readonly { path: string; sql: string }[],
+): Promise<DevStatement[]> {
+  await ensureParser();
+  const all = files.flatMap((f) => parseStatements(f.sql, f.path));
+  return inLoadOrder(all)
+    .filter((s) => !isSessionStatement(s) && !changesOnlyAccess(s))
+    .map((s) => {
+      const sql = s.text.bytes.subarray(s.text.start, s.text.end).toString('utf8');
+      const first = sql.slice(statementStart(sql, 0)).split('\n')[0] ?? '';
+      return {
+        sql,
+        where: `${s.source}:${s.line}:${s.column}`,
+        label: first.length > 100 ? `${first.slice(0, 100)}…` : first,
+      };
+    });
+}
 
 /**
  * `CREATE SCHEMA s CREATE TABLE t ... CREATE VIEW v ...`: the schema, then each element as a statement of

@@ -2,6 +2,7 @@
 import type { SchemaDialect } from '../dialect.ts';
 import { connectPostgres, pgAdapterFacts } from './pg-adapter.ts';
 import { loadDesiredSql } from './pg-desired.ts';
+import { loadIntoDevDatabase } from './pg-dev-load.ts';
 import {
   CATALOG_QUERY_COUNT,
   countData,
@@ -35,6 +36,7 @@ export const postgresDialect: SchemaDialect = {
   readRows,
   normaliseRows: normaliseRowValues,
   loadDesired: loadDesiredSql,
+  loadIntoDev: loadIntoDevDatabase,
   resolveDesired: async (session, desired) =>
     normaliseTemporalLiterals(
       session,

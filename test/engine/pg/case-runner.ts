@@ -45,6 +45,11 @@ export interface SchemaCase {
    * to do after it, so PostgreSQL's own spelling of the desired state agrees with the parsed one.
    */
   readonly devUrl?: boolean;
+  /**
+   * Through a scratch database (`--dev-url`) the desired state is rejected with a message containing this
+   * text (the case needs `devUrl`); nothing is applied.
+   */
+  readonly devError?: string;
   readonly file: string;
 }
 
@@ -63,6 +68,7 @@ const CASE_KEYS = new Set([
   'defaultSchema',
   'header',
   'devUrl',
+  'devError',
 ]);
 
 export function loadCases(dir: string): SchemaCase[] {
@@ -76,8 +82,10 @@ export function loadCases(dir: string): SchemaCase[] {
       // either the kinds it expects or the error.
       for (const k of Object.keys(c))
         if (!CASE_KEYS.has(k)) throw new Error(`${f}: case "${c.name}": unknown key ${k}`);
-      if (c.kinds === undefined && c.error === undefined)
-        throw new Error(`${f}: case "${c.name}" needs kinds or error`);
+      if (c.kinds === undefined && c.error === undefined && c.devError === undefined)
+        throw new Error(`${f}: case "${c.name}" needs kinds, error or devError`);
+      if (c.devError !== undefined && c.devUrl !== true)
+        throw new Error(`${f}: case "${c.name}": devError needs devUrl: true`);
       out.push({ ...c, current: c.current ?? '', desired: c.desired ?? '', file: f });
     }
   }
@@ -237,6 +245,19 @@ async function runCaseAs(c: SchemaCase, url: string, devUrl: string | undefined)
       [],
       `current should re-plan to nothing, got kinds ${again.changes.map((x) => x.kind).join(', ')}`,
     );
+    if (c.devError !== undefined && devUrl !== undefined) {
+      await assert.rejects(
+        plan(url, d, { files: [{ path: 'desired.sql', sql: c.desired }], devUrl }, scope),
+        (error: Error) => {
+          assert.ok(
+            error.message.includes(c.devError ?? ''),
+            `through --dev-url: expected "${c.devError}" in: ${error.message}`,
+          );
+          return true;
+        },
+      );
+      return;
+    }
     if (c.error !== undefined) {
       // Either the desired state is rejected with an error, or the plan is refused: both name the reason.
       let p;
