@@ -23,7 +23,11 @@ test('every desired state is reachable from the one before it', async () => {
     readFileSync(join(import.meta.dirname, '../../fixtures/schemas', f), 'utf8'),
   );
   const cases = loadCases(join(import.meta.dirname, '../../cases/pg')).filter(
-    (c) => c.error === undefined && c.exclude === undefined && c.currentManaged === undefined,
+    (c) =>
+      c.error === undefined &&
+      c.devError === undefined &&
+      c.exclude === undefined &&
+      c.currentManaged === undefined,
   );
   const steps = [...samples, '', ...cases.map((c) => c.desired), samples[0] ?? '', ''];
   let converged = 0;
