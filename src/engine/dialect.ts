@@ -93,7 +93,8 @@ export interface SchemaDialect {
   /**
    * Checks planned changes against the server they will run on (PostgreSQL: that a cast exists for every
    * type change) and returns the refusals to add, so a plan that would fail on apply is refused when it is
-   * made. Absent: nothing to check.
+   * made. `desired` is the model the changes lead to (what it declares but leaves unmanaged, too). Absent:
+   * nothing to check.
    */
-  checkChanges?(session: Session, changes: readonly Change[]): Promise<Change[]>;
+  checkChanges?(session: Session, changes: readonly Change[], desired: SchemaModel): Promise<Change[]>;
 }

@@ -248,7 +248,7 @@ async function computeChanges(
   }
   const desiredNorm: SchemaModel = { ...desired, rows };
   const diffed = diffModels({ from: liveScoped, to: desiredNorm, liveRows: live.rows });
-  const refused = dialect.checkChanges ? await dialect.checkChanges(session, diffed) : [];
+  const refused = dialect.checkChanges ? await dialect.checkChanges(session, diffed, desiredNorm) : [];
   const classified = classifyAll([...refused, ...diffed], dialect.typeChangeRisk);
   const changes =
     dialect.tableWork === undefined

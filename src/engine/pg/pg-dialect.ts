@@ -18,6 +18,7 @@ import { normaliseTemporalLiterals } from './pg-literals.ts';
 import { renderPostgres } from './pg-renderer.ts';
 import { refuseSequenceBoundsPastValue } from './pg-sequence-bounds.ts';
 import { refuseToastWithoutToastTable } from './pg-storage.ts';
+import { refuseUnmanagedNeedsMissing } from './pg-unmanaged-needs.ts';
 
 export const postgresDialect: SchemaDialect = {
   name: 'postgres',
@@ -43,8 +44,9 @@ export const postgresDialect: SchemaDialect = {
       await resolvePartitionBounds(session, await resolveDefaultOpclasses(session, desired)),
     ),
   render: renderPostgres,
-  checkChanges: async (session, changes) => [
+  checkChanges: async (session, changes, desired) => [
     ...(await refuseTypeChangesWithoutCast(session, changes)),
+    ...(await refuseUnmanagedNeedsMissing(session, changes, desired)),
     ...(await refuseSequenceBoundsPastValue(session, changes)),
     ...(await refuseToastWithoutToastTable(session, changes)),
   ],

@@ -1,0 +1,196 @@
+/**
+ * A managed object may need an object Ptah does not manage: an index its access method and operator
+ * classes, a column its type (a range or base type, or one an extension brings), a text search
+ * configuration its parser and dictionaries. Where the target database lacks it and the plan does not
+ * create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the object,
+ * what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a change
+ * has such a need.
+ */
+import type { Change, TableRef } from '../changes.ts';
+import type { Column, SchemaModel } from '../model.ts';
+import { objectKey } from '../model.ts';
+import type { Session } from '../session.ts';
+
+type NeedKind = 'access method' | 'operator class' | 'type' | 'text search dictionary' | 'text search parser';
+
+interface Need {
+  readonly kind: NeedKind;
+  /** Where PostgreSQL looks for it: one schema when qualified, pg_catalog then the default schema when not. */
+  readonly schemas: readonly string[];
+  readonly name: string;
+  /** An operator class belongs to an access method. */
+  readonly method?: string;
+  /** The managed object that needs it, as a message names it. */
+  readonly by: string;
+  readonly category?: 'indexes_added' | 'tables_added' | 'columns_added' | 'columns_modified';
+}
+
+/** Built-in access methods: asked about like any other only when an index names another. */
+const BUILT_IN_METHODS = new Set(['btree', 'hash', 'gist', 'gin', 'spgist', 'brin']);
+
+/** `"s"."n"` or `"n"`, as the model holds an operator class. */
+function sqlNameParts(sql: string): string[] {
+  return [...sql.matchAll(/"((?:[^"]|"")*)"/g)].map((m) => (m[1] ?? '').replace(/""/g, '"'));
+}
+
+function tableLabel(t: TableRef): string {
+  return `${t.schema}.${t.name}`;
+}
+
+function columnTypeNeeds(table: TableRef, columns: readonly Column[], category: Need['category']): Need[] {
+  return columns.flatMap((c) =>
+    c.type.schema === undefined || c.type.schema === 'pg_catalog'
+      ? []
+      : [
+          {
+            kind: 'type' as const,
+            schemas: [c.type.schema],
+            name: c.type.name,
+            by: `column ${tableLabel(table)}.${c.name}`,
+            ...(category !== undefined ? { category } : {}),
+          },
+        ],
+  );
+}
+
+function needsOf(c: Change, ds: string): Need[] {
+  switch (c.kind) {
+    case 'CreateIndex': {
+      const by = `index ${c.index.name ?? `(${c.index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(c.table)}`;
+      const out: Need[] = [];
+      if (!BUILT_IN_METHODS.has(c.index.method))
+        out.push({
+          kind: 'access method',
+          schemas: [''],
+          name: c.index.method,
+          by,
+          category: 'indexes_added',
+        });
+      for (const k of c.index.keys) {
+        if (k.opclass === undefined) continue;
+        const parts = sqlNameParts(k.opclass);
+        const name = parts[parts.length - 1] ?? '';
+        const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
+        out.push({
+          kind: 'operator class',
+          schemas,
+          name,
+          method: c.index.method,
+          by,
+          category: 'indexes_added',
+        });
+      }
+      return out;
+    }
+    case 'CreateTable':
+      return columnTypeNeeds(c.table, c.table.columns, 'tables_added');
+    case 'AddColumn':
+      return columnTypeNeeds(c.table, [c.column], 'columns_added');
+    case 'AlterColumnType':
+      return columnTypeNeeds(c.table, [c.column], 'columns_modified');
+    case 'CreateObject':
+    case 'ReplaceObject': {
+      const o = c.object;
+      if (o.objectType !== 'text search configuration') return [];
+      // Its uses are its parser and dictionaries outside pg_catalog, each objectKey(schema, name).
+      const parsed = o.uses.map((u) => JSON.parse(u) as [string, string]);
+      const by = `text search configuration ${o.schema}.${o.name}`;
+      return parsed.flatMap(([schema, name]) => [
+        { kind: 'text search dictionary' as const, schemas: [schema], name, by },
+      ]);
+    }
+    default:
+      return [];
+  }
+}
+
+/** What the target holds, as `kind schema name [method]` keys, for the names asked about. */
+async function present(session: Session, names: readonly string[]): Promise<Set<string>> {
+  const rows = (
+    await session.query(
+      `SELECT 'access method' AS kind, '' AS schema, a.amname AS name, '' AS method
+         FROM pg_am a WHERE a.amname = ANY($1)
+       UNION ALL
+       SELECT 'operator class', n.nspname, c.opcname, a.amname
+         FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod JOIN pg_namespace n ON n.oid = c.opcnamespace
+        WHERE c.opcname = ANY($1)
+       UNION ALL
+       SELECT 'type', n.nspname, t.typname, ''
+         FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.typname = ANY($1)
+       UNION ALL
+       SELECT 'text search dictionary', n.nspname, d.dictname, ''
+         FROM pg_ts_dict d JOIN pg_namespace n ON n.oid = d.dictnamespace WHERE d.dictname = ANY($1)
+       UNION ALL
+       SELECT 'text search parser', n.nspname, p.prsname, ''
+         FROM pg_ts_parser p JOIN pg_namespace n ON n.oid = p.prsnamespace WHERE p.prsname = ANY($1)`,
+      [[...names]],
+    )
+  ).rows;
+  return new Set(
+    rows.map((r) =>
+      JSON.stringify([String(r['kind']), String(r['schema']), String(r['name']), String(r['method'])]),
+    ),
+  );
+}
+
+const keyOf = (kind: NeedKind, schema: string, name: string, method = '') =>
+  JSON.stringify([kind, schema, name, method]);
+
+export async function refuseUnmanagedNeedsMissing(
+  session: Session,
+  changes: readonly Change[],
+  desired: SchemaModel,
+): Promise<Change[]> {
+  const ds = desired.defaultSchema;
+  const needs = changes.flatMap((c) => needsOf(c, ds));
+  if (needs.length === 0) return [];
+  // What this plan creates before what needs it: types (enums, domains, composite types, a table's or a
+  // view's row type). A configuration names a parser or dictionary, never a managed object, so a use of
+  // one that is not a dictionary is its parser (asked about as either).
+  const created = new Set<string>();
+  for (const c of changes) {
+    if (c.kind === 'CreateEnum') created.add(objectKey(c.type.schema, c.type.name));
+    if (c.kind === 'CreateObject') created.add(c.object.ref);
+    if (c.kind === 'CreateTable') created.add(objectKey(c.table.schema, c.table.name));
+    if (c.kind === 'CreateView') created.add(objectKey(c.view.schema, c.view.name));
+  }
+  const open = needs.filter((n) => !n.schemas.some((s) => created.has(objectKey(s, n.name))));
+  if (open.length === 0) return [];
+  const held = await present(session, [...new Set(open.map((n) => n.name))]);
+  const has = (n: Need, kind: NeedKind) =>
+    n.schemas.some((s) => held.has(keyOf(kind, s, n.name, kind === 'operator class' ? n.method : '')));
+  const extensionsCreated = changes.some((c) => c.kind === 'CreateExtension');
+  const declared = (n: Need, kind: NeedKind) =>
+    desired.unmanaged.some(
+      (u) =>
+        u.objectKind === kind &&
+        u.name === n.name &&
+        (n.schemas.includes(u.schema) || kind === 'access method'),
+    );
+  const out: Change[] = [];
+  const seen = new Set<string>();
+  for (const n of open) {
+    // A configuration's use is a dictionary or its parser: either present satisfies it.
+    const kinds: NeedKind[] =
+      n.kind === 'text search dictionary' ? ['text search dictionary', 'text search parser'] : [n.kind];
+    if (kinds.some((k) => has(n, k))) continue;
+    const declaredAs = kinds.find((k) => declared(n, k));
+    // An extension this plan creates may bring it (its contents are not known before it exists).
+    if (declaredAs === undefined && extensionsCreated) continue;
+    const kind = declaredAs ?? n.kind;
+    const what = `${kind === 'text search dictionary' && declaredAs === undefined ? 'text search dictionary or parser' : kind} ${n.kind === 'access method' ? n.name : `${n.schemas[n.schemas.length - 1] ?? ''}.${n.name}`}`;
+    const message = `${n.by} needs ${what}, which the target database does not have and this plan does not create`;
+    if (seen.has(message)) continue;
+    seen.add(message);
+    out.push({
+      kind: 'Unsupported',
+      object: n.by,
+      reason:
+        declaredAs !== undefined
+          ? `${message}: the desired state declares it, but Ptah leaves a ${kind} alone (never creates it); create it first (a migration, or by hand), then plan again`
+          : `${message}: nothing in the desired state declares it; declare the extension that brings it (CREATE EXTENSION ...), or create it first (a migration), then plan again`,
+      ...(n.category !== undefined ? { category: n.category } : {}),
+    });
+  }
+  return out;
+}
