@@ -88,9 +88,32 @@ export function planJson(r: PlanResult, out: string | undefined): unknown {
         }
       : {}),
     changes: r.changes.map(changeSummary),
+    // Bounded: the runner reads this report within a fixed allowance beside the plan.
+    unmanaged: r.unmanaged.slice(0, UNMANAGED_LISTED).map((u) => ({
+      kind: u.objectKind,
+      schema: u.schema,
+      name: u.name,
+    })),
+    unmanaged_count: r.unmanaged.length,
     round_trips: r.roundTrips,
   };
 }
+
+/** How many unmanaged objects a plan report names; the count says how many there are. */
+const UNMANAGED_LISTED = 200;
+
+/** `unmanaged text search dictionary public.simple2 (left alone)`; ownership and privileges name no object. */
+function unmanagedLines(r: PlanResult): string[] {
+  const lines = r.unmanaged.slice(0, UNMANAGED_LISTED).map((u) => {
+    const name = u.name === NO_OBJECT ? '' : ` ${u.schema === '' ? u.name : `${u.schema}.${u.name}`}`;
+    return `unmanaged ${u.objectKind}${name} (left alone)`;
+  });
+  const more = r.unmanaged.length - UNMANAGED_LISTED;
+  return more > 0 ? [...lines, `and ${more} more unmanaged object(s)`] : lines;
+}
+
+/** The name the PostgreSQL loader gives ownership and privileges, which are not one object. */
+const NO_OBJECT = 'not managed';
 
 /** Said with every plan and inspection: what the engine never changes, whatever the files declare. */
 export const NOT_MANAGED_NOTE =
@@ -100,12 +123,13 @@ export function planText(r: PlanResult, out: string | undefined): string {
   if (r.outcome === 'refused')
     return `plan refused: ${r.refusal?.reason ?? ''}\nno statements were planned\n`;
   if (r.outcome === 'no_changes')
-    return `no changes: the database matches the desired state\n${NOT_MANAGED_NOTE}\n${out ? `plan written to ${out} (${r.digest ?? ''})\n` : ''}`;
+    return `no changes: the database matches the desired state\n${[...unmanagedLines(r), ''].join('\n')}${NOT_MANAGED_NOTE}\n${out ? `plan written to ${out} (${r.digest ?? ''})\n` : ''}`;
   const lines = [
     ...headerText(r.header),
     `${r.plan?.statements.length ?? 0} statement(s)${r.plan?.destructive ? ', DESTRUCTIVE' : ''}; digest ${r.digest ?? ''}`,
   ];
   for (const s of r.plan?.statements ?? []) lines.push(`-- [${s.severity}] ${s.reason}`, `${s.sql};`);
+  for (const l of unmanagedLines(r)) lines.push(`-- ${l}`);
   lines.push(`-- ${NOT_MANAGED_NOTE}`);
   if (out) lines.push(`plan written to ${out}`);
   return lines.join('\n') + '\n';

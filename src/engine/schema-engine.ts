@@ -11,7 +11,7 @@ import { classifyAll, driftCategory, withTableWork } from './classify.ts';
 import { canonicalJson, digestOf } from './canonical-json.ts';
 import type { DatabaseServer, SchemaDialect, Session } from './dialect.ts';
 import { diffModels } from './diff.ts';
-import { emptyModel, type RowSet, type SchemaModel } from './model.ts';
+import { emptyModel, type RowSet, type SchemaModel, type Unmanaged } from './model.ts';
 import type { ManagedRows, PlanDocument, PlanStatement } from './plan-file.ts';
 import { PLAN_FORMAT_VERSION, highestSeverity, readPlan, serialisePlan } from './plan-file.ts';
 import { type PlanHeader, dropTargets, headerOf } from './plan-header.ts';
@@ -221,7 +221,20 @@ export interface PlanResult {
   readonly refusal?: Refusal;
   /** What the plan drops and rewrites; present on refused plans too. */
   readonly header: PlanHeader;
+  /**
+   * What the desired state declares and the database holds that the engine leaves alone (a text search
+   * dictionary, a range type, ownership ...): never created, altered or dropped, said with every plan.
+   */
+  readonly unmanaged: readonly Unmanaged[];
   readonly roundTrips: number;
+}
+
+/** Both sides' unmanaged objects, each once, in name order. */
+function unmanagedOf(live: SchemaModel, desired: SchemaModel): Unmanaged[] {
+  const byKey = new Map<string, Unmanaged>();
+  for (const u of [...live.unmanaged, ...desired.unmanaged])
+    byKey.set(canonicalJson([u.objectKind, u.schema, u.name]), u);
+  return [...byKey.keys()].sort().map((k) => byKey.get(k) as Unmanaged);
 }
 
 /** Computes desired-vs-live changes inside an open read-only snapshot. */
@@ -276,7 +289,13 @@ export async function plan(
       await dialect.countData(session, dropTargets(computed.changes)),
     );
     await session.query('COMMIT');
-    const base = { dialect: dialect.name, changes, header, roundTrips: session.roundTrips };
+    const base = {
+      dialect: dialect.name,
+      changes,
+      header,
+      unmanaged: unmanagedOf(live.model, desired),
+      roundTrips: session.roundTrips,
+    };
     const unsupported = changes.filter((c) => c.kind === 'Unsupported');
     if (unsupported.length > 0) {
       return {

@@ -200,6 +200,57 @@ describe('ptah schema CLI (postgres)', () => {
     const missing = await ptah(['apply']);
     assert.equal(missing.code, 2);
   });
+  test('a text search dictionary is listed as unmanaged by plan and inspect, never dropped, and the rest of the file is planned', async () => {
+    const db = await server.createDatabase('cli_dictionary');
+    const c = new pg.Client({ connectionString: db });
+    await c.connect();
+    await c.query(`CREATE TEXT SEARCH DICTIONARY simple2 (TEMPLATE = simple);
+      CREATE TEXT SEARCH DICTIONARY live_only (TEMPLATE = simple)`);
+    await c.end();
+    const file = join(dir, 'dictionary.sql');
+    writeFileSync(
+      file,
+      `CREATE TEXT SEARCH DICTIONARY simple2 (TEMPLATE = simple, STOPWORDS = english);
+ALTER TEXT SEARCH DICTIONARY simple2 OWNER TO CURRENT_USER;
+COMMENT ON TEXT SEARCH DICTIONARY simple2 IS 'words';
+CREATE TABLE doc (id int PRIMARY KEY, body text);\n`,
+    );
+    const env = { PTAH_DB_URL: db };
+    const text = await ptah(['plan', '--desired', file], env);
+    assert.equal(text.code, 3, text.stderr);
+    assert.match(text.stdout, /CREATE TABLE "public"\."doc"/);
+    assert.match(text.stdout, /\n-- unmanaged text search dictionary public\.simple2 \(left alone\)\n/);
+    assert.match(text.stdout, /\n-- unmanaged text search dictionary public\.live_only \(left alone\)\n/);
+    assert.doesNotMatch(text.stdout, /DICTIONARY "public"/, 'no statement creates, alters or drops one');
+    const out = join(dir, 'dictionary-plan.json');
+    const json = await ptah(['plan', '--desired', file, '--out', out, '--json'], env);
+    const doc = JSON.parse(json.stdout) as {
+      unmanaged: { kind: string; schema: string; name: string }[];
+      unmanaged_count: number;
+      statements: { sql: string }[];
+    };
+    assert.deepEqual(
+      doc.unmanaged.filter((u) => u.kind === 'text search dictionary'),
+      [
+        { kind: 'text search dictionary', schema: 'public', name: 'live_only' },
+        { kind: 'text search dictionary', schema: 'public', name: 'simple2' },
+      ],
+    );
+    assert.equal(doc.unmanaged_count, doc.unmanaged.length);
+    assert.deepEqual(
+      doc.statements.map((s) => s.sql.split('\n')[0]),
+      ['CREATE TABLE "public"."doc" ('],
+    );
+    assert.equal((await ptah(['apply', '--plan', out, '--auto-approve', '--json'], env)).code, 0);
+    const none = await ptah(['plan', '--desired', file], env);
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /^no changes/);
+    assert.match(none.stdout, /\nunmanaged text search dictionary public\.live_only \(left alone\)\n/);
+    const inspected = await ptah(['inspect', '--format', 'text'], env);
+    assert.match(inspected.stdout, /unmanaged text search dictionary public\.simple2 \(left alone\)/);
+    assert.match(inspected.stdout, /unmanaged text search dictionary public\.live_only \(left alone\)/);
+  });
+
   test('the plan header counts drops and rewrites, loud in text and in --json and kept in the plan file', async () => {
     const db = await server.createDatabase('cli_header');
     const c = new pg.Client({ connectionString: db });
