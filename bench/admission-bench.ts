@@ -111,7 +111,7 @@ try {
         configMapUID: source.metadata.uid!,
         coordinationDigest: d('realm'),
         policyFingerprint: d('policy'),
-        executionBinding: { ...builtBy, runnerProtocolVersion: 1 },
+        executionBinding: { ...builtBy, runnerProtocolVersion: 1, epoch: `v1-${'e'.repeat(32)}` },
         activeDeadlineSeconds: 600,
       },
     },

@@ -10,11 +10,11 @@ import {
   historyVersion,
   migrationVersion,
 } from './ptah-migration.ts';
-import { SOURCE_TYPES } from './ptah-schema.ts';
+import { EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
 import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
 
-/** The migration plan contract this release writes and the only one it accepts. */
-export const MIGRATION_PLAN_CONTRACT_VERSION = 1;
+/** The migration plan contract this release writes and the only one it accepts. 2: the execution binding epoch. */
+export const MIGRATION_PLAN_CONTRACT_VERSION = 2;
 
 export const plannedMigration = object({
   version: migrationVersion('The migration version.'),
@@ -65,6 +65,11 @@ export const migrationPlanBinding = object({
   transactionMode: enumOf(TRANSACTION_MODES, {
     description:
       'spec.policy.transactionMode, unset included: a sequence under another wrapping is another run.',
+  }),
+  executionEpoch: string({
+    pattern: EXECUTION_EPOCH_PATTERN,
+    maxLength: 35,
+    description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
   }),
   managerImage: string({ maxLength: 512 }),
   managerRevision: string({ maxLength: 128 }),

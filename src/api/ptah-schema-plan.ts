@@ -4,7 +4,7 @@
  * alone and compared with one recomputed from live inputs.
  */
 import { API_GROUP, conditions, digest, objectName, objectRef, uid, type ObjectMeta } from './meta.ts';
-import { SOURCE_TYPES } from './ptah-schema.ts';
+import { EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
 import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
 
 /** Plan storage limits. The chunk count is derived so storage never advertises more than the runner executes. */
@@ -12,8 +12,11 @@ export const MAX_PLAN_BYTES = 8 * 1024 * 1024;
 export const MAX_CHUNK_BYTES = 512 * 1024;
 export const MAX_PLAN_CHUNKS = Math.ceil(MAX_PLAN_BYTES / MAX_CHUNK_BYTES);
 
-/** The plan contract this release writes and the only one it accepts. 2: ConfigMap UID + content digest. */
-export const PLAN_CONTRACT_VERSION = 2;
+/**
+ * The plan contract this release writes and the only one it accepts. 2: ConfigMap UID + content digest;
+ * 3: the execution binding epoch.
+ */
+export const PLAN_CONTRACT_VERSION = 3;
 
 export const planBinding = object({
   contractVersion: integer({ minimum: PLAN_CONTRACT_VERSION, maximum: PLAN_CONTRACT_VERSION }),
@@ -40,6 +43,11 @@ export const planBinding = object({
   observedStateFingerprint: digest('Fingerprint of the database state the plan was computed from.'),
   desiredStateFingerprint: digest('Fingerprint of the declared state.'),
   policyFingerprint: digest('Digest of the normalised spec.policy.'),
+  executionEpoch: string({
+    pattern: EXECUTION_EPOCH_PATTERN,
+    maxLength: 35,
+    description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
+  }),
   managerImage: string({ maxLength: 512 }),
   managerRevision: string({ maxLength: 128 }),
   controllerStateVersion: integer({ minimum: 1 }),

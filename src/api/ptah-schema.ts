@@ -462,8 +462,17 @@ export const ptahSchemaSpec = object(
 );
 export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
 
+/** `v1-` and 32 random hex digits: an epoch names one span of one set of bound releases, never its values. */
+export const EXECUTION_EPOCH_PATTERN = '^v1-[0-9a-f]{32}$';
+
 export const executionBinding = object(
   {
+    epoch: string({
+      pattern: EXECUTION_EPOCH_PATTERN,
+      maxLength: 35,
+      description:
+        'The execution binding epoch: minted whenever any release below changes (a rollback to earlier values included), so plans, claims and approvals of a retired epoch never apply.',
+    }),
     managerImage: string({ maxLength: 512 }),
     managerRevision: string({ maxLength: 128 }),
     controllerStateVersion: integer({ minimum: 1 }),

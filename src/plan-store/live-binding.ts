@@ -23,6 +23,7 @@ export type LiveBinding = Pick<
   | 'coordinationDigest'
   | 'targetIdentityDigest'
   | 'policyFingerprint'
+  | 'executionEpoch'
   | 'managerImage'
   | 'managerRevision'
   | 'controllerStateVersion'
@@ -47,6 +48,7 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   coordinationDigest: true,
   targetIdentityDigest: true,
   policyFingerprint: true,
+  executionEpoch: true,
   managerImage: true,
   managerRevision: true,
   controllerStateVersion: true,

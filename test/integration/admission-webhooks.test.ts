@@ -157,6 +157,7 @@ async function createObjects(): Promise<void> {
         coordinationDigest: d('realm'),
         policyFingerprint: d('policy'),
         executionBinding: {
+          epoch: 'v1-' + 'e'.repeat(32),
           managerImage: builtBy.managerImage,
           managerRevision: builtBy.managerRevision,
           controllerStateVersion: builtBy.controllerStateVersion,

@@ -153,7 +153,7 @@ before(async () => {
         schemaRef: { name: 'orders', uid: schemaUID },
         fingerprint: FINGERPRINT,
         binding: {
-          contractVersion: 2,
+          contractVersion: 3,
           schemaUID,
           planContentDigest: d('plan bytes'),
           sourceType: 'ConfigMap',
@@ -165,6 +165,7 @@ before(async () => {
           desiredStateFingerprint: d('desired'),
           // The policy the schema declares (none: every default), as the manager would bind it.
           policyFingerprint: policyFingerprint({}),
+          executionEpoch: 'v1-' + 'e'.repeat(32),
           managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
           managerRevision: 'abc1234',
           controllerStateVersion: 1,

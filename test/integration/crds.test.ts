@@ -165,6 +165,7 @@ describe('PtahSchema CRD', () => {
       coordinationDigest: d('realm'),
       policyFingerprint: d('policy'),
       executionBinding: {
+        epoch: 'v1-' + 'e'.repeat(32),
         managerImage: 'm',
         managerRevision: 'r',
         controllerStateVersion: 1,
@@ -217,6 +218,7 @@ describe('PtahSchemaPlan and PtahSchemaApproval CRDs', () => {
     observedStateFingerprint: d('observed'),
     desiredStateFingerprint: d('desired'),
     policyFingerprint: d('policy'),
+    executionEpoch: 'v1-' + 'e'.repeat(32),
     managerImage: 'm',
     managerRevision: 'r',
     controllerStateVersion: 1,
@@ -386,7 +388,7 @@ describe('PtahMigration CRD', () => {
 
 describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowledgment CRDs', () => {
   const binding: MigrationPlanBinding = {
-    contractVersion: 1,
+    contractVersion: 2,
     migrationUID: 'uid-m',
     sourceType: 'ConfigMap',
     configMapUID: 'uid-cm',
@@ -396,6 +398,7 @@ describe('PtahMigrationPlan, PtahMigrationApproval and PtahMigrationRunAcknowled
     historyFingerprint: d('history'),
     currentVersion: '0',
     transactionMode: 'unset',
+    executionEpoch: 'v1-' + 'e'.repeat(32),
     managerImage: 'm',
     managerRevision: 'r',
     controllerStateVersion: 1,

@@ -24,7 +24,8 @@ export type OperationClaim<T extends AnyOperationType = AnyOperationType> = Omit
 
 const JOB_NAME_PREFIX: Readonly<Record<ResourceFamily, string>> = { schema: 'ptah-', migration: 'ptah-m-' };
 
-export const OPERATION_CONTRACT_VERSION = 1;
+/** 2: the execution binding epoch is bound beside the releases. */
+export const OPERATION_CONTRACT_VERSION = 2;
 export const MAX_JOB_NAME_LENGTH = 63;
 
 interface ObjectRef {
@@ -86,6 +87,7 @@ export function inputsFingerprint(
     coordinationDigest: inputs.coordinationDigest,
     policyFingerprint: inputs.policyFingerprint,
     executionBinding: {
+      epoch: inputs.executionBinding.epoch,
       managerImage: inputs.executionBinding.managerImage,
       managerRevision: inputs.executionBinding.managerRevision,
       controllerStateVersion: inputs.executionBinding.controllerStateVersion,

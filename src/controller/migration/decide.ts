@@ -44,6 +44,7 @@ import type {
 } from './model.ts';
 import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
+import { supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -158,6 +159,8 @@ export function decideMigration(input: MigrationDecideInput): MigrationDecision 
       requeueAfterMs: 0,
     };
   }
+  // Recording the binding this pass runs under is what retires an earlier epoch, durably, for both families.
+  b.status.executionBinding = input.executionBinding;
   reconcileUnresolvedCopy(b, input);
   const claim = b.status.claim;
   if (claim !== undefined) handleClaim(b, input, claim);
@@ -396,7 +399,7 @@ function handleIdle(b: Builder, input: MigrationDecideInput): void {
       check.kind === 'gone'
         ? check.message
         : `what it binds no longer matches the live inputs (${check.fields.join(', ')})`,
-      check.kind === 'gone' ? 'PlanNoLongerCurrent' : 'Superseded',
+      check.kind === 'gone' ? 'PlanNoLongerCurrent' : supersededBy(check.fields),
     );
     claimOperation(b, input, 'History', {});
     return;

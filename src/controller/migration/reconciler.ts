@@ -35,7 +35,8 @@ import {
   type PtahMigrationPlan,
 } from '../../api/ptah-migration-plan.ts';
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
-import { RUNNER_PROTOCOL_VERSION, type RunnerResult } from '../../protocol/result.ts';
+import type { RunnerResult } from '../../protocol/result.ts';
+import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
@@ -124,7 +125,7 @@ export class MigrationReconciler {
           ? await this.deps.census.verdict('PtahMigration', obj)
           : REALM_ADMITTED,
       coordinationDigest: coordination,
-      executionBinding: executionBinding(this.deps.manager),
+      executionBinding: currentExecutionBinding(view.status.executionBinding, this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
         : (oci?.resolution ??
@@ -174,7 +175,7 @@ export class MigrationReconciler {
         input = {
           ...input,
           harvest,
-          ...(await this.publishIfNeeded(obj, view, coordination, harvest, guard)),
+          ...(await this.publishIfNeeded(obj, view, coordination, input.executionBinding, harvest, guard)),
         };
       }
       if (
@@ -188,7 +189,7 @@ export class MigrationReconciler {
     }
     const plan = view.status.plan;
     if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
-      input = { ...input, planCheck: await this.checkPlan(view, plan, coordination) };
+      input = { ...input, planCheck: await this.checkPlan(view, plan, coordination, input.executionBinding) };
     }
     return this.perform(obj, view, coordination, decideMigration(input), guard);
   }
@@ -418,6 +419,7 @@ export class MigrationReconciler {
     obj: PtahMigration,
     view: MigrationView,
     coordination: string,
+    binding: ExecutionBinding,
     harvest: Harvest,
     guard: WriteGuard,
   ): Promise<Pick<MigrationDecideInput, 'published' | 'publishRefused'>> {
@@ -431,7 +433,7 @@ export class MigrationReconciler {
       (view.status.unresolvedRun ?? view.unresolvedAnnotation) !== undefined
     )
       return {};
-    const built = buildPlan(obj, view, coordination, result, this.deps.manager);
+    const built = buildPlan(obj, view, coordination, result, binding);
     if (!built.ok) return { publishRefused: built.refused };
     const { ptah } = this.deps;
     let plan = await ptah.get<PtahMigrationPlan>(
@@ -476,6 +478,7 @@ export class MigrationReconciler {
     view: MigrationView,
     status: MigrationPlanStatus,
     coordination: string,
+    binding: ExecutionBinding,
   ): Promise<MigrationPlanCheck> {
     const plan = await this.deps.ptah.get<PtahMigrationPlan>(
       'ptahmigrationplans',
@@ -489,7 +492,7 @@ export class MigrationReconciler {
     ) {
       return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
     }
-    const live = liveBinding(view, coordination, this.deps.manager);
+    const live = liveBinding(view, coordination, binding);
     const fields = (Object.keys(live) as (keyof typeof live)[]).filter(
       (k) => plan.spec.binding[k] !== live[k],
     );
@@ -497,22 +500,11 @@ export class MigrationReconciler {
   }
 }
 
-function executionBinding(manager: ManagerIdentity): ExecutionBinding {
-  return {
-    managerImage: manager.managerImage,
-    managerRevision: manager.managerRevision,
-    controllerStateVersion: manager.controllerStateVersion,
-    ptahVersion: manager.ptahVersion,
-    runnerImage: manager.runnerImage,
-    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
-  };
-}
-
 /** Every binding a plan takes from live inputs, as they are now. */
 function liveBinding(
   view: MigrationView,
   coordination: string,
-  manager: ManagerIdentity,
+  binding: ExecutionBinding,
 ): {
   readonly [K in Exclude<keyof MigrationPlanBinding, 'currentVersion'>]: MigrationPlanBinding[K] | undefined;
 } {
@@ -525,7 +517,7 @@ function liveBinding(
     targetIdentityDigest: view.status.target?.identityDigest,
     historyFingerprint: view.status.history?.fingerprint,
     transactionMode: view.spec.policy.transactionMode,
-    ...executionBinding(manager),
+    ...executionPlanBinding(binding),
     dialect: canonicalEngine(view.spec.engine),
   };
 }
@@ -537,7 +529,7 @@ function buildPlan(
   view: MigrationView,
   coordination: string,
   result: RunnerResult,
-  manager: ManagerIdentity,
+  execution: ExecutionBinding,
 ):
   | { readonly ok: true; readonly plan: PtahMigrationPlan }
   | { readonly ok: false; readonly refused: { readonly reason: string; readonly message: string } } {
@@ -572,7 +564,7 @@ function buildPlan(
     historyFingerprint: h.historyFingerprint,
     currentVersion: h.currentVersion,
     transactionMode: view.spec.policy.transactionMode,
-    ...executionBinding(manager),
+    ...executionPlanBinding(execution),
     dialect: canonicalEngine(view.spec.engine) ?? 'postgres',
   };
   const migrations: PlannedMigration[] = h.pending.map((m) => ({

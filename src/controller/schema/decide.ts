@@ -43,6 +43,7 @@ import type {
 } from './model.ts';
 import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
+import { supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -203,6 +204,8 @@ export function decide(input: DecideInput): Decision {
       requeueAfterMs: 0,
     };
   }
+  // Recording the binding this pass runs under is what retires an earlier epoch, durably, for both families.
+  b.status.executionBinding = input.executionBinding;
   const claim = schema.status.claim;
   if (claim !== undefined) {
     handleClaim(b, input, claim);
@@ -1390,13 +1393,20 @@ function retireOnFailedCheck(b: Builder, check: Exclude<PlanCheck, { ok: true }>
         'PlanTampered',
       );
     }
-    case 'superseded':
-      b.record({ type: 'Verified', outcome: 'Superseded', plan: plan.name, reason: 'LiveBindingChanged' });
+    case 'superseded': {
+      const reason = supersededBy(check.fields);
+      b.record({
+        type: 'Verified',
+        outcome: 'Superseded',
+        plan: plan.name,
+        reason: reason === 'ExecutionBindingChanged' ? reason : 'LiveBindingChanged',
+      });
       return retirePlan(
         b,
         `what it binds no longer matches the live inputs (${check.fields.join(', ')})`,
-        'Superseded',
+        reason,
       );
+    }
   }
 }
 

@@ -24,7 +24,7 @@ import {
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { RUNNER_PROTOCOL_VERSION } from '../../protocol/result.ts';
+import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
 import { buildChunkConfigMap } from '../../plan-store/chunk-config-map.ts';
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
@@ -125,7 +125,7 @@ export class SchemaReconciler {
           ? await this.deps.census.verdict('PtahSchema', obj)
           : REALM_ADMITTED,
       coordinationDigest: coordination,
-      executionBinding: executionBinding(this.deps.manager),
+      executionBinding: currentExecutionBinding(view.status.executionBinding, this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
         : (oci?.resolution ?? (await this.resolve(obj, view, now, guard))),
@@ -160,7 +160,7 @@ export class SchemaReconciler {
         extra = {
           ...extra,
           harvest,
-          ...(await this.publishIfNeeded(obj, view, coordination, harvest, guard)),
+          ...(await this.publishIfNeeded(obj, view, coordination, input.executionBinding, harvest, guard)),
         };
         if (claim.type !== 'Apply' && claim.planRef !== undefined) {
           const applied = await this.appliedPlanTarget(view, claim.planRef);
@@ -189,7 +189,7 @@ export class SchemaReconciler {
     }
     const plan = view.status.plan;
     if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
-      extra = { ...extra, planCheck: await this.checkPlan(view, plan, coordination) };
+      extra = { ...extra, planCheck: await this.checkPlan(view, plan, coordination, input.executionBinding) };
     }
 
     const decision = decide({ ...input, ...extra });
@@ -491,6 +491,7 @@ export class SchemaReconciler {
     obj: PtahSchema,
     view: SchemaView,
     coordination: string,
+    binding: ExecutionBinding,
     harvest: Harvest,
     guard: WriteGuard,
   ): Promise<Pick<DecideInput, 'published' | 'publishRefused'>> {
@@ -503,7 +504,7 @@ export class SchemaReconciler {
     const bytes = Buffer.from(out.bytesBase64, 'base64');
     const res = view.status.resolution;
     if (res === undefined) return {};
-    const inputs = planInputs(view, res, coordination, result, this.deps.manager);
+    const inputs = planInputs(view, res, coordination, result, binding);
     if (!inputs.ok) return { publishRefused: { reason: 'PlanBindingIncomplete', message: inputs.message } };
     let built = buildSchemaPlan(obj, inputs.value, bytes);
     // A plan retired for good is never published again under its name, nor are its chunks reused.
@@ -594,7 +595,12 @@ export class SchemaReconciler {
    * Rebuilds the stored plan from its chunks, exactly as an Apply will, and recomputes every binding that is
    * a live input, whenever a decision rests on the plan (each idle pass that holds one, and before dispatch).
    */
-  private async checkPlan(view: SchemaView, status: PlanStatus, coordination: string): Promise<PlanCheck> {
+  private async checkPlan(
+    view: SchemaView,
+    status: PlanStatus,
+    coordination: string,
+    binding: ExecutionBinding,
+  ): Promise<PlanCheck> {
     const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, status.name);
     if (
       plan === undefined ||
@@ -611,21 +617,9 @@ export class SchemaReconciler {
     const r = reassemblePlan(plan, (name) => chunks.get(name));
     if (!r.ok)
       return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
-    const fields = liveBindingDifferences(plan, liveBinding(view, coordination, this.deps.manager));
+    const fields = liveBindingDifferences(plan, liveBinding(view, coordination, binding));
     return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
   }
-}
-
-/** The releases an operation claimed now runs under: its claim identity binds them. */
-function executionBinding(manager: ManagerIdentity): ExecutionBinding {
-  return {
-    managerImage: manager.managerImage,
-    managerRevision: manager.managerRevision,
-    controllerStateVersion: manager.controllerStateVersion,
-    ptahVersion: manager.ptahVersion,
-    runnerImage: manager.runnerImage,
-    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
-  };
 }
 
 /**
@@ -635,7 +629,7 @@ function executionBinding(manager: ManagerIdentity): ExecutionBinding {
 function liveBinding(
   view: SchemaView,
   coordination: string,
-  manager: ManagerIdentity,
+  binding: ExecutionBinding,
 ): { readonly [K in keyof LiveBinding]: LiveBinding[K] | undefined } {
   const res = view.status.resolution;
   return {
@@ -650,7 +644,7 @@ function liveBinding(
       protectedTables: [...view.spec.policy.protectedTables],
       exclude: [...view.spec.policy.exclude],
     }),
-    ...executionBinding(manager),
+    ...executionPlanBinding(binding),
     dialect: canonicalEngine(view.spec.engine),
   };
 }
@@ -667,7 +661,7 @@ function planInputs(
   res: Resolution,
   coordination: string,
   result: RunnerResult,
-  manager: ManagerIdentity,
+  binding: ExecutionBinding,
 ): { ok: true; value: PlanInputs } | { ok: false; message: string } {
   const out = result.outputs.plan!;
   const reported = {
@@ -685,7 +679,7 @@ function planInputs(
       message: `the plan was not published: the runner did not report ${[...missing, ...(source.ok ? [] : source.missing)].join(', ')}`,
     };
   }
-  const live = liveBinding(view, coordination, manager);
+  const live = liveBinding(view, coordination, binding);
   return {
     ok: true,
     value: {
@@ -695,7 +689,7 @@ function planInputs(
       observedStateFingerprint: reported.observedStateFingerprint!,
       desiredStateFingerprint: reported.desiredStateFingerprint!,
       policyFingerprint: live.policyFingerprint!,
-      ...executionBinding(manager),
+      ...executionPlanBinding(binding),
       dialect: canonicalEngine(view.spec.engine) ?? 'postgres',
       // A plan that does not say whether it is destructive is treated as destructive: the safe reading.
       destructive: out.destructive ?? true,

@@ -15,7 +15,7 @@ import { validate } from '../../../src/api/schema-dsl.ts';
 
 const d = (s: string) => sha256Digest(s);
 const binding: PlanBinding = {
-  contractVersion: 2,
+  contractVersion: 3,
   schemaUID: '6f1c1d2e-0000-4000-8000-000000000001',
   planContentDigest: d('plan bytes'),
   sourceType: 'ConfigMap',
@@ -31,6 +31,7 @@ const binding: PlanBinding = {
   observedStateFingerprint: d('observed'),
   desiredStateFingerprint: d('desired'),
   policyFingerprint: policyFingerprint({ apply: 'OnApproval' }),
+  executionEpoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
   managerRevision: 'abc1234',
   controllerStateVersion: 1,
@@ -78,7 +79,7 @@ describe('schema plan fingerprint', () => {
   });
 
   it('refuses another contract version and a ConfigMap source without its UID', () => {
-    assert.throws(() => schemaPlanFingerprint({ ...binding, contractVersion: 1 }), FingerprintError);
+    assert.throws(() => schemaPlanFingerprint({ ...binding, contractVersion: 2 }), FingerprintError);
     assert.throws(() => schemaPlanFingerprint({ ...binding, configMapUID: undefined }), FingerprintError);
   });
 
@@ -177,12 +178,13 @@ describe('fingerprint contract stability', () => {
       '{"configMapUID":"6f1c1d2e-0000-4000-8000-000000000002","contentDigest":"' +
       d('manifest') +
       '",' +
-      '"contractVersion":2,"controllerStateVersion":1,"coordinationDigest":"' +
+      '"contractVersion":3,"controllerStateVersion":1,"coordinationDigest":"' +
       d('realm') +
       '",' +
       '"desiredStateFingerprint":"' +
       d('desired') +
       '","destructive":false,"dialect":"postgres",' +
+      `"executionEpoch":"v1-${'e'.repeat(32)}",` +
       '"managerImage":"m","managerRevision":"abc1234","observedStateFingerprint":"' +
       d('observed') +
       '",' +

@@ -24,7 +24,7 @@ import { validate } from '../../../src/api/schema-dsl.ts';
 
 const d = (s: string) => sha256Digest(s);
 const binding: MigrationPlanBinding = {
-  contractVersion: 1,
+  contractVersion: 2,
   migrationUID: '6f1c1d2e-0000-4000-8000-000000000011',
   sourceType: 'ConfigMap',
   configMapUID: '6f1c1d2e-0000-4000-8000-000000000012',
@@ -39,6 +39,7 @@ const binding: MigrationPlanBinding = {
   historyFingerprint: d('history'),
   currentVersion: '3',
   transactionMode: 'unset',
+  executionEpoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'registry.example/ptah-operator@sha256:' + '1'.repeat(64),
   managerRevision: 'abc1234',
   controllerStateVersion: 1,
@@ -124,7 +125,7 @@ describe('migration plan fingerprint', () => {
 
   it('refuses another contract version, a ConfigMap source without its UID, and an empty sequence', () => {
     assert.throws(
-      () => migrationPlanFingerprint({ ...binding, contractVersion: 2 }, migrations),
+      () => migrationPlanFingerprint({ ...binding, contractVersion: 3 }, migrations),
       FingerprintError,
     );
     assert.throws(

@@ -30,6 +30,7 @@ const inputs: PlanInputs = {
   observedStateFingerprint: d('observed'),
   desiredStateFingerprint: d('desired'),
   policyFingerprint: d('policy'),
+  executionEpoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'm@sha256:' + '1'.repeat(64),
   managerRevision: 'r1',
   controllerStateVersion: 1,

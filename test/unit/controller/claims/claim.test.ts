@@ -19,6 +19,7 @@ import {
 
 const d = (s: string) => sha256Digest(s);
 const binding: ExecutionBinding = {
+  epoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'm@sha256:' + '1'.repeat(64),
   managerRevision: 'r1',
   controllerStateVersion: 1,
@@ -148,6 +149,7 @@ describe('inputs fingerprint', () => {
   }
 
   const bindingChanges: [keyof ExecutionBinding, string | number][] = [
+    ['epoch', `v1-${'f'.repeat(32)}`],
     ['managerImage', 'm2'],
     ['managerRevision', 'r2'],
     ['controllerStateVersion', 2],

@@ -82,6 +82,7 @@ const resolution = (c = 'a') => ({
 });
 
 const executionBinding = {
+  epoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'manager:1',
   managerRevision: 'rev-1',
   controllerStateVersion: 1,
@@ -242,6 +243,11 @@ describe('migration decide: reading the history', () => {
       ['createJob'],
     );
     assert.ok(!created.pre.some((p) => p.kind === 'acquireLease'));
+  });
+
+  it('records the execution binding the pass runs under, epoch included: the next pass keeps that epoch', () => {
+    const d = step(migration({}), T0);
+    assert.deepEqual(d.status.executionBinding, executionBinding);
   });
 
   const blocked = [

@@ -50,6 +50,7 @@ function input(s: SchemaView, at: number, extra: Partial<DecideInput> = {}): Dec
     realm: { admitted: true },
     coordinationDigest: digest('c'),
     executionBinding: {
+      epoch: 'v1-' + 'e'.repeat(32),
       managerImage: 'manager:1',
       managerRevision: 'rev-1',
       controllerStateVersion: 1,

@@ -63,6 +63,7 @@ const resolution = (c = 'a', cmUid = 'cm-1') => ({
 });
 
 const executionBinding = {
+  epoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'manager:1',
   managerRevision: 'rev-1',
   controllerStateVersion: 1,
@@ -1103,26 +1104,37 @@ describe('schema lifecycle decision', () => {
       }
     });
 
-    it('a binding that no longer matches the live inputs supersedes the plan, in the journal', () => {
-      const s = toAwaitingApproval({ apply: 'OnApproval' });
-      const d = decide(
-        input(s, T0 + 5000, {
-          approvals: [approval()],
-          planCheck: { ok: false, kind: 'superseded', fields: ['runnerImage'] },
-        }),
-      );
-      assert.equal(d.status.plan, undefined);
-      assert.equal(d.status.claim?.type, 'Observe');
-      assert.equal(d.status.retiredPlans, undefined, 'superseded is not tampered: the name may come back');
-      const entry = d.status.journal?.entries.find((e) => e.type === 'Verified');
-      assert.deepEqual(
-        { outcome: entry?.outcome, plan: entry?.plan },
-        { outcome: 'Superseded', plan: 'ptah-plan-1' },
-      );
-      const marks = stale(d);
-      assert.equal(marks.length, 1);
-      assert.ok(marks[0]!.kind === 'staleApprovals' && marks[0]!.reason === 'Superseded');
-      assert.match(marks[0]!.kind === 'staleApprovals' ? marks[0]!.message : '', /runnerImage/);
+    for (const [field, reason, journalReason] of [
+      ['runnerImage', 'ExecutionBindingChanged', 'ExecutionBindingChanged'],
+      ['executionEpoch', 'ExecutionBindingChanged', 'ExecutionBindingChanged'],
+      ['policyFingerprint', 'Superseded', 'LiveBindingChanged'],
+    ] as const) {
+      it(`a binding that no longer matches the live inputs (${field}) supersedes the plan, in the journal, as ${reason}`, () => {
+        const s = toAwaitingApproval({ apply: 'OnApproval' });
+        const d = decide(
+          input(s, T0 + 5000, {
+            approvals: [approval()],
+            planCheck: { ok: false, kind: 'superseded', fields: [field] },
+          }),
+        );
+        assert.equal(d.status.plan, undefined);
+        assert.equal(d.status.claim?.type, 'Observe');
+        assert.equal(d.status.retiredPlans, undefined, 'superseded is not tampered: the name may come back');
+        const entry = d.status.journal?.entries.find((e) => e.type === 'Verified');
+        assert.deepEqual(
+          { outcome: entry?.outcome, plan: entry?.plan, reason: entry?.reason },
+          { outcome: 'Superseded', plan: 'ptah-plan-1', reason: journalReason },
+        );
+        const marks = stale(d);
+        assert.equal(marks.length, 1);
+        assert.ok(marks[0]!.kind === 'staleApprovals' && marks[0]!.reason === reason);
+        assert.match(marks[0]!.kind === 'staleApprovals' ? marks[0]!.message : '', new RegExp(field));
+      });
+    }
+
+    it('records the execution binding the pass runs under, epoch included: the next pass keeps that epoch', () => {
+      const d = decide(input(toAwaitingApproval({ apply: 'OnApproval' }), T0 + 5000));
+      assert.deepEqual(d.status.executionBinding, executionBinding);
     });
 
     it('a deleted plan is re-planned at once', () => {

@@ -18,6 +18,7 @@ export const T0 = Date.parse('2026-01-01T00:00:00Z');
 export const digest = (c: string) => `sha256:${c.repeat(64)}`;
 
 export const executionBinding = {
+  epoch: 'v1-' + 'e'.repeat(32),
   managerImage: 'manager:1',
   managerRevision: 'rev-1',
   controllerStateVersion: 1,

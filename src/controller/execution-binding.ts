@@ -1,0 +1,83 @@
+/**
+ * The execution binding a resource's operations and plans run under, shared by both families: the releases
+ * the manager runs (its image, revision and controller-state version, the engine and runner it dispatches)
+ * and the epoch that names one uninterrupted span of exactly those releases.
+ *
+ * The epoch is random, not derived from the releases: an upgrade and a rollback to earlier values are two
+ * changes, and each retires what the epoch before it authorised. A plan computed under release A, superseded
+ * under release B, must not become applicable again when A returns.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ExecutionBinding } from '../api/ptah-schema.ts';
+import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
+import type { ManagerIdentity } from './jobs/operation-job.ts';
+
+export type BoundReleases = Omit<ExecutionBinding, 'epoch'>;
+
+/** Every bound release, compile-checked: a release added to the binding rotates the epoch when it changes. */
+const RELEASE_FIELDS: Readonly<Record<keyof BoundReleases, true>> = {
+  managerImage: true,
+  managerRevision: true,
+  controllerStateVersion: true,
+  ptahVersion: true,
+  runnerImage: true,
+  runnerProtocolVersion: true,
+};
+
+export function newExecutionEpoch(): string {
+  return `v1-${randomBytes(16).toString('hex')}`;
+}
+
+/** The releases this manager runs now. */
+export function boundReleases(manager: ManagerIdentity): BoundReleases {
+  return {
+    managerImage: manager.managerImage,
+    managerRevision: manager.managerRevision,
+    controllerStateVersion: manager.controllerStateVersion,
+    ptahVersion: manager.ptahVersion,
+    runnerImage: manager.runnerImage,
+    runnerProtocolVersion: RUNNER_PROTOCOL_VERSION,
+  };
+}
+
+/** The bound releases that differ between what the resource recorded and what runs now. */
+export function changedReleases(recorded: BoundReleases, live: BoundReleases): (keyof BoundReleases)[] {
+  return (Object.keys(RELEASE_FIELDS) as (keyof BoundReleases)[]).filter((k) => recorded[k] !== live[k]);
+}
+
+/**
+ * The binding a resource is under now: the recorded epoch while every bound release is the one it recorded,
+ * otherwise a new epoch (the status write that records it is what retires the old one).
+ */
+export function currentExecutionBinding(
+  recorded: ExecutionBinding | undefined,
+  manager: ManagerIdentity,
+  mint: () => string = newExecutionEpoch,
+): ExecutionBinding {
+  const live = boundReleases(manager);
+  if (recorded !== undefined && changedReleases(recorded, live).length === 0)
+    return { ...live, epoch: recorded.epoch };
+  return { ...live, epoch: mint() };
+}
+
+/** The plan bindings that belong to the execution binding (a differing one retires the plan as such). */
+export const EXECUTION_PLAN_FIELDS: ReadonlySet<string> = new Set([
+  'executionEpoch',
+  ...Object.keys(RELEASE_FIELDS),
+]);
+
+/** What a plan binds of the execution binding: the epoch and every release, as named plan fields. */
+export function executionPlanBinding(
+  binding: ExecutionBinding,
+): BoundReleases & { readonly executionEpoch: string } {
+  const { epoch, ...releases } = binding;
+  return { executionEpoch: epoch, ...releases };
+}
+
+/**
+ * Why a plan whose bindings differ from the live ones is retired: the execution binding took over (an
+ * upgrade, a rollback, a new controller-state version), or another live input did.
+ */
+export function supersededBy(fields: readonly string[]): 'ExecutionBindingChanged' | 'Superseded' {
+  return fields.some((f) => EXECUTION_PLAN_FIELDS.has(f)) ? 'ExecutionBindingChanged' : 'Superseded';
+}
