@@ -1,49 +1,96 @@
 /** Canonical JSON: object keys sorted, no whitespace, undefined dropped. Equal values give equal bytes. */
-import { createHash } from 'node:crypto';
+import { type Hash, createHash } from 'node:crypto';
+
+/**
+ * Canonical JSON is written in pieces of about this many characters. A 5,000-table model is tens of
+ * megabytes of text: grown as one string it was held whole (with every piece it was joined from) just to be
+ * hashed, so a fingerprint hashes each piece as it is written and keeps none.
+ */
+const PIECE_CHARS = 64 * 1024;
 
 export function canonicalJson(value: unknown): string {
-  // One string grown in place (V8 joins the pieces once, at the end) rather than a joined array per level:
-  // a 5,000-table model is tens of megabytes, and copying it once per nesting level was most of the cost.
-  const out = { text: '' };
-  write(value, out);
-  return out.text;
+  const pieces: string[] = [];
+  const out = new Writer((text) => pieces.push(text));
+  out.value(value);
+  out.end();
+  return pieces.join('');
 }
 
-function write(value: unknown, out: { text: string }): void {
-  if (value === null || typeof value !== 'object') {
-    out.text += JSON.stringify(value) ?? 'null';
-    return;
+/** `digestOf(canonicalJson(value))`, without ever holding the text. */
+export function canonicalDigest(value: unknown): string {
+  const hash = createHash('sha256');
+  const out = new Writer((text) => hash.update(text));
+  out.value(value);
+  out.end();
+  return digestHex(hash);
+}
+
+/** Keys seen, quoted: a model repeats the same few field names hundreds of thousands of times. */
+const quotedKeys = new Map<string, string>();
+const QUOTED_KEYS_LIMIT = 10_000;
+function quotedKey(k: string): string {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (quotedKeys.size >= QUOTED_KEYS_LIMIT) quotedKeys.clear();
+    quotedKeys.set(k, q);
   }
-  if (Array.isArray(value)) {
-    out.text += '[';
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) out.text += ',';
-      const v: unknown = value[i];
-      if (v === undefined) out.text += 'null';
-      else write(v, out);
+  return q;
+}
+
+class Writer {
+  // Each piece handed on is whole JSON tokens, so a UTF-16 surrogate pair is never cut between two pieces
+  // (JSON.stringify escapes a lone surrogate): hashing the pieces in turn hashes the text's UTF-8 bytes.
+  private text = '';
+  constructor(private readonly emit: (text: string) => void) {}
+
+  end(): void {
+    if (this.text !== '') this.emit(this.text);
+    this.text = '';
+  }
+
+  value(value: unknown): void {
+    if (value === null || typeof value !== 'object') {
+      this.text += JSON.stringify(value) ?? 'null';
+      return;
     }
-    out.text += ']';
-    return;
+    if (Array.isArray(value)) {
+      this.text += '[';
+      for (let i = 0; i < value.length; i++) {
+        if (i > 0) this.text += ',';
+        const v: unknown = value[i];
+        if (v === undefined) this.text += 'null';
+        else this.value(v);
+      }
+      this.text += ']';
+    } else {
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).sort();
+      this.text += '{';
+      let first = true;
+      for (const k of keys) {
+        const v = record[k];
+        if (v === undefined) continue;
+        if (!first) this.text += ',';
+        first = false;
+        this.text += quotedKey(k);
+        this.text += ':';
+        this.value(v);
+      }
+      this.text += '}';
+    }
+    if (this.text.length >= PIECE_CHARS) {
+      this.emit(this.text);
+      this.text = '';
+    }
   }
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort();
-  out.text += '{';
-  let first = true;
-  for (const k of keys) {
-    const v = record[k];
-    if (v === undefined) continue;
-    if (!first) out.text += ',';
-    first = false;
-    out.text += JSON.stringify(k);
-    out.text += ':';
-    write(v, out);
-  }
-  out.text += '}';
 }
 
 export function sha256Hex(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
+
+const digestHex = (hash: Hash) => `sha256:${hash.digest('hex')}`;
 
 /** A content digest in the `sha256:<hex>` form used everywhere a digest is shown. */
 export function digestOf(data: string | Uint8Array): string {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { ClassifiedChange, DriftCategory, Severity } from './changes.ts';
 import { changedTable } from './changes.ts';
 import { classifyAll, driftCategory, withTableWork } from './classify.ts';
-import { canonicalJson, digestOf } from './canonical-json.ts';
+import { canonicalDigest, canonicalJson, digestOf } from './canonical-json.ts';
 import type { DatabaseServer, SchemaDialect, Session } from './dialect.ts';
 import { diffModels } from './diff.ts';
 import { emptyModel, type RowSet, type SchemaModel, type Unmanaged } from './model.ts';
@@ -112,7 +112,7 @@ async function withRows(
   managed: readonly ManagedRows[],
 ): Promise<LiveState> {
   const rows = await dialect.readRows(session, model, managed);
-  return { model, rows, fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model, rows })) };
+  return { model, rows, fingerprint: canonicalDigest({ dialect: dialect.name, model, rows }) };
 }
 
 /**
@@ -334,13 +334,13 @@ export async function plan(
       format_version: PLAN_FORMAT_VERSION,
       dialect: dialect.name,
       from_fingerprint: live.fingerprint,
-      to_fingerprint: digestOf(canonicalJson({ dialect: dialect.name, model: { ...desired, rows: [] } })),
+      to_fingerprint: canonicalDigest({ dialect: dialect.name, model: { ...desired, rows: [] } }),
       destructive: changes.some((c) => c.classification.destructive),
       header,
       statements,
       managed_rows: managedRowsOf(desired),
-      rows_fingerprint: digestOf(
-        canonicalJson(desired.rows.map((r) => ({ schema: r.schema, table: r.table, rows: r.rows }))),
+      rows_fingerprint: canonicalDigest(
+        desired.rows.map((r) => ({ schema: r.schema, table: r.table, rows: r.rows })),
       ),
     };
     const bytes = serialisePlan(doc);
@@ -554,13 +554,11 @@ export async function drift(
     for (const f of findings) categories[f.category] = f.count;
     const total = findings.reduce((n, f) => n + f.count, 0);
     const highest = highestSeverity(findings);
-    const digest = digestOf(
-      canonicalJson({
-        dialect: dialect.name,
-        findings,
-        changes: changes.map((c) => dialect.render(c, changes)),
-      }),
-    );
+    const digest = canonicalDigest({
+      dialect: dialect.name,
+      findings,
+      changes: changes.map((c) => dialect.render(c, changes)),
+    });
     return {
       dialect: dialect.name,
       digest,
