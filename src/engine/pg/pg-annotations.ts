@@ -14,6 +14,8 @@ export interface StatementText {
   /** Byte offsets of the statement: from the end of the previous one (comments included) to its end. */
   readonly start: number;
   readonly end: number;
+  /** Where `bytes` starts in the whole text that was parsed (a long text is parsed in pieces). */
+  readonly offset: number;
 }
 
 export interface TableElement {

@@ -87,7 +87,7 @@ export function parseByPieces(items: readonly CatalogItem[]): ParsedStatement[] 
   const byText: ParsedStatement[][] = texts.map(() => []);
   let item = 0;
   for (const s of parsedTexts) {
-    while (item + 1 < starts.length && (starts[item + 1] ?? 0) < s.text.end) item++;
+    while (item + 1 < starts.length && (starts[item + 1] ?? 0) < s.text.offset + s.text.end) item++;
     byText[item]?.push(s);
   }
 

@@ -124,28 +124,110 @@ function blankMetaCommands(sql: string): string {
 export function parseStatements(rawSql: string, source: string): ParsedStatement[] {
   const sql = blankMetaCommands(rawSql);
   if (sql.trim() === '') return [];
-  let tree: { stmts?: { stmt: AstNode; stmt_location?: number; stmt_len?: number }[] };
+  const positions = new Positions(sql);
+  const pieces = piecesOf(sql);
+  if (pieces.length > 1) {
+    try {
+      return pieces.flatMap((p, i) => {
+        const tree = parseTree(p.text);
+        if (i < pieces.length - 1 && !endsAtItsCut(tree, p.text)) throw new Error('not a statement end');
+        return statementsOf(tree, p.text, p.byteOffset, sql, positions, source);
+      });
+    } catch {
+      // The error's position and message are the whole text's (and a cut that was not a statement end,
+      // which only a whole parse can tell, is one): parsed again whole below.
+    }
+  }
+  let tree: ParseTree;
   try {
-    tree = parseSync(sql) as typeof tree;
+    tree = parseTree(sql);
   } catch (error) {
     const e = error as Error & { sqlDetails?: { cursorPosition?: number } };
     const pos = e.sqlDetails?.cursorPosition;
-    const p = pos === undefined ? undefined : new Positions(sql).at(pos);
+    const p = pos === undefined ? undefined : positions.at(pos);
     const at = p === undefined ? '' : `:${p.line}:${p.column}`;
     throw new DesiredStateError(
       `${source}${at}: SQL syntax error: ${e.message}; fix the statement and plan again`,
     );
   }
-  const positions = new Positions(sql);
-  const bytes = Buffer.from(sql, 'utf8');
+  return statementsOf(tree, sql, 0, sql, positions, source);
+}
+
+interface ParseTree {
+  readonly stmts?: readonly { stmt: AstNode; stmt_location?: number; stmt_len?: number }[];
+}
+
+const parseTree = (sql: string): ParseTree => parseSync(sql) as ParseTree;
+
+/**
+ * A long text is parsed in pieces of about this many characters: the parser's WebAssembly memory grows to
+ * hold the largest text it is given (and its JSON tree) and never shrinks, and one tree of a whole 2,000-table
+ * file is tens of megabytes held at once; pieces keep both small.
+ */
+const PIECE_CHARS = 64 * 1024;
+
+/**
+ * The text cut after a `;` that ends a line. Such a cut inside a literal, a quoted name, a block comment or
+ * a dollar-quoted body leaves that token unterminated, and inside a statement (a BEGIN ATOMIC body, a rule's
+ * action list) leaves the statement unfinished: either way the piece does not parse. After a line comment's
+ * `;`, the piece's last statement does not end at the cut (endsAtItsCut). In every such case the text is
+ * parsed whole instead; so a piece that is used ends where a statement of the whole text ends, and its
+ * statements are the whole text's.
+ */
+function piecesOf(sql: string): { text: string; byteOffset: number }[] {
+  if (sql.length <= PIECE_CHARS) return [{ text: sql, byteOffset: 0 }];
+  const out: { text: string; byteOffset: number }[] = [];
+  let from = 0;
+  let byteOffset = 0;
+  while (from < sql.length) {
+    const cut = sql.indexOf(';\n', from + PIECE_CHARS);
+    const to = cut < 0 || sql.length - (cut + 2) < PIECE_CHARS / 4 ? sql.length : cut + 2;
+    const text = sql.slice(from, to);
+    if (text.trim() !== '') out.push({ text, byteOffset });
+    byteOffset += Buffer.byteLength(text);
+    from = to;
+  }
+  return out;
+}
+
+/**
+ * Whether the piece's last statement ends at the `;` the piece was cut after: the parser's own word that the
+ * cut is a statement end (a `;` in a line comment, say, ends no statement).
+ */
+function endsAtItsCut(tree: ParseTree, text: string): boolean {
+  const last = tree.stmts?.[tree.stmts.length - 1];
+  const len = last?.stmt_len ?? 0;
+  return len > 0 && (last?.stmt_location ?? 0) + len === Buffer.byteLength(text) - 2;
+}
+
+/**
+ * The statements of one parsed text. `text` starts `byteOffset` bytes into `whole`, whose positions give
+ * each statement's line and column; the statement's own text (for annotations) is the piece's.
+ */
+function statementsOf(
+  tree: ParseTree,
+  text: string,
+  byteOffset: number,
+  whole: string,
+  positions: Positions,
+  source: string,
+): ParsedStatement[] {
+  const bytes = Buffer.from(text, 'utf8');
   return (tree.stmts ?? []).map((s) => {
     const type = Object.keys(s.stmt)[0] ?? '';
-    const start = statementStart(sql, positions.charOfByte(s.stmt_location ?? 0));
-    const { line, column } = positions.at(start);
     const from = s.stmt_location ?? 0;
+    const start = statementStart(whole, positions.charOfByte(byteOffset + from));
+    const { line, column } = positions.at(start);
     // A length of 0 (or none) means the statement runs to the end of the text.
     const end = s.stmt_len === undefined || s.stmt_len === 0 ? bytes.length : from + s.stmt_len;
-    return { node: s.stmt[type] as AstNode, type, line, column, source, text: { bytes, start: from, end } };
+    return {
+      node: s.stmt[type] as AstNode,
+      type,
+      line,
+      column,
+      source,
+      text: { bytes, start: from, end, offset: byteOffset },
+    };
   });
 }
 

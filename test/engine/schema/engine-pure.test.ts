@@ -2,7 +2,7 @@
 // plan-file bytes and scope patterns.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { canonicalJson } from '../../../src/engine/canonical-json.ts';
+import { canonicalDigest, canonicalJson, digestOf } from '../../../src/engine/canonical-json.ts';
 import { classify, typeChangeRisk } from '../../../src/engine/classify.ts';
 import { diffModels } from '../../../src/engine/diff.ts';
 import type { Column, SchemaModel } from '../../../src/engine/model.ts';
@@ -243,5 +243,56 @@ describe('text search configurations', () => {
       load(`${base}\nALTER TEXT SEARCH CONFIGURATION s ADD MAPPING FOR word WITH simple;`),
       /test\.sql:3:1: text search configuration public\.s: token type word is mapped twice/,
     );
+  });
+});
+
+describe('long desired files', () => {
+  // A long text is parsed in pieces cut after a `;` that ends a line (pg-desired.ts, piecesOf): what it
+  // declares must be what the whole text declares, wherever the cuts fall.
+  const tables = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => `CREATE TABLE f${from + i} (id int PRIMARY KEY, note text);\n`).join(
+      '',
+    );
+  const filler = (chars: number) => '-- filler, no statement ends here\n'.repeat(Math.ceil(chars / 34));
+
+  test('a cut that falls in a BEGIN ATOMIC body or after a line comment ends no statement', async () => {
+    const atomic = await load(
+      `${filler(66_000)}CREATE FUNCTION two() RETURNS int LANGUAGE sql\nBEGIN ATOMIC\n  SELECT 1;\n  SELECT 2;\nEND;\n${tables(0, 800)}`,
+    );
+    const two = atomic.objects?.find((o) => o.name.startsWith('two('));
+    assert.ok(two, 'the function is declared');
+    assert.match(two.create.join('\n'), /SELECT 1;[\s\S]*SELECT 2;/);
+    assert.equal(atomic.tables.length, 800);
+    const commented = await load(
+      `${filler(66_000)}CREATE TABLE commented (id int PRIMARY KEY) -- ends in a semicolon;\n;\n${tables(0, 800)}`,
+    );
+    assert.ok(
+      commented.tables.find((t) => t.name === 'commented')?.constraints.some((c) => c.kind === 'PrimaryKey'),
+    );
+    assert.equal(commented.tables.length, 801);
+  });
+
+  test('rename annotations and error positions far into a long file are where the file has them', async () => {
+    const head = tables(0, 1_500);
+    const renamed = `-- ptah:renamed-from old_late\nCREATE TABLE late (\n  id int PRIMARY KEY,\n  body text -- ptah:renamed-from old_body\n);\n`;
+    const model = await load(`${head}${renamed}${tables(1_500, 500)}`);
+    const late = model.tables.find((t) => t.name === 'late');
+    assert.equal(late?.renamedFrom, 'old_late');
+    assert.equal(late?.columns.find((c) => c.name === 'body')?.renamedFrom, 'old_body');
+    const line = head.split('\n').length + 2;
+    await assert.rejects(
+      load(`${head}CREATE TABLE broken (\n  id int,\n  note txt text\n);\n${tables(1_500, 500)}`),
+      new RegExp(`test\\.sql:${line}:\\d+: SQL syntax error`),
+    );
+  });
+
+  test('a fingerprint hashed piece by piece is the digest of the whole canonical text', () => {
+    // Astral characters (surrogate pairs) and a lone surrogate across many pieces.
+    const value = {
+      a: '\u{1F600}x'.repeat(50_000),
+      b: ['\ud800', -0, 'y'.repeat(70_000)],
+      c: { z: 1, y: 2 },
+    };
+    assert.equal(canonicalDigest(value), digestOf(canonicalJson(value)));
   });
 });
