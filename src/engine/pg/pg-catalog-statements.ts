@@ -7,8 +7,12 @@
  * parser gives for the table's own text, positions aside (the catalog's text has no annotations, the only
  * thing positions are read for), so the live model is the one the whole text would give.
  *
- * Everything else (indexes, views, functions, a table with storage parameters or partitions) is parsed as
- * text, in one batch too.
+ * Indexes repeat the same way (`... USING btree (code)` on every table): pg_get_indexdef's text past the
+ * index's and its table's names is parsed once per distinct text, and each index's statement is that one
+ * with its own names put in.
+ *
+ * Everything else (views, functions, a table with storage parameters or partitions, an index whose text does
+ * not start as expected) is parsed as text, in one batch too.
  */
 import { type ParsedStatement, parseStatements } from './pg-desired.ts';
 import { quoteIdent } from './pg-normalize.ts';
@@ -24,7 +28,40 @@ export interface CatalogTable {
   readonly constraints: readonly { readonly name: string; readonly body: string }[];
 }
 
-export type CatalogItem = string | CatalogTable;
+/** A table's index, as pg_get_indexdef writes it. */
+export interface CatalogIndex {
+  readonly schema: string;
+  readonly table: string;
+  readonly name: string;
+  readonly def: string;
+}
+
+export type CatalogItem = string | CatalogTable | CatalogIndex;
+
+const isIndex = (item: CatalogItem): item is CatalogIndex => typeof item !== 'string' && 'def' in item;
+
+/** What PostgreSQL's quote_identifier may write for a name: bare, or quoted. */
+const spellings = (name: string) => [name, quoteIdent(name)];
+
+/**
+ * The index's statement with the names replaced by fixed ones (`CREATE UNIQUE INDEX i ON s.t USING ...`),
+ * or undefined when its text does not start with the names as the catalog row gives them. A spelling that
+ * matches is what the catalog wrote for these very names, so the text after them is the index's own.
+ */
+function indexTemplate(i: CatalogIndex): string | undefined {
+  for (const head of ['CREATE INDEX ', 'CREATE UNIQUE INDEX ']) {
+    if (!i.def.startsWith(head)) continue;
+    for (const name of spellings(i.name))
+      for (const only of ['', 'ONLY '])
+        for (const schema of spellings(i.schema))
+          for (const table of spellings(i.table)) {
+            const prefix = `${head}${name} ON ${only}${schema}.${table} USING `;
+            if (i.def.startsWith(prefix))
+              return `${head}i ON ${only}s.t USING ${i.def.slice(prefix.length)};`;
+          }
+  }
+  return undefined;
+}
 
 /** The text the table's statement is: what the whole-text path parses, and the one the pieces stand for. */
 export function tableText(t: CatalogTable): string {
@@ -35,7 +72,8 @@ export function tableText(t: CatalogTable): string {
   return `CREATE TABLE ${quoteIdent(t.schema)}.${quoteIdent(t.name)} (${elements.join(', ')});`;
 }
 
-const textOf = (item: CatalogItem) => (typeof item === 'string' ? item : tableText(item));
+const textOf = (item: CatalogItem) =>
+  typeof item === 'string' ? item : isIndex(item) ? `${item.def};` : tableText(item);
 
 /** Every item's statements by parsing the whole text: the reference the pieces must equal. */
 export function parseWhole(items: readonly CatalogItem[]): ParsedStatement[] {
@@ -48,14 +86,28 @@ const record = (x: unknown): AstNode => x as AstNode;
  * The items' statements in order, each table put together from once-parsed pieces. Throws whatever the
  * parser throws; the caller falls back to `parseWhole` for the exact message.
  */
-export function parseByPieces(items: readonly CatalogItem[]): ParsedStatement[] {
+export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedStatement[] {
+  const templates = new Map<CatalogIndex, string>();
+  // An index whose text does not start as expected is parsed as its text.
+  const items = catalogItems.map((item) => {
+    if (!isIndex(item)) return item;
+    const template = indexTemplate(item);
+    if (template === undefined) return textOf(item);
+    templates.set(item, template);
+    return item;
+  });
   const texts: string[] = [];
   const pieces = new Map<string, AstNode | undefined>();
   const columnKey = (body: string) => `c ${body}`;
   const constraintKey = (body: string) => `CONSTRAINT c ${body}`;
+  const indexKey = (template: string) => `i ${template}`;
   for (const item of items) {
     if (typeof item === 'string') {
       texts.push(item);
+      continue;
+    }
+    if (isIndex(item)) {
+      pieces.set(indexKey(templates.get(item) ?? ''), undefined);
       continue;
     }
     for (const c of item.columns) pieces.set(columnKey(c.body), undefined);
@@ -64,14 +116,24 @@ export function parseByPieces(items: readonly CatalogItem[]): ParsedStatement[] 
   // One statement per piece, so the nth parsed statement is the nth piece; the first is the header.
   const keys = [...pieces.keys()];
   const parsedPieces = parseStatements(
-    ['CREATE TABLE "s"."t" ();', ...keys.map((k) => `CREATE TABLE x (${k});`)].join('\n'),
+    [
+      'CREATE TABLE "s"."t" ();',
+      ...keys.map((k) => (k.startsWith('i ') ? k.slice(2) : `CREATE TABLE x (${k});`)),
+    ].join('\n'),
     'catalog',
   );
   if (parsedPieces.length !== keys.length + 1) throw new Error('catalog pieces did not parse one by one');
   const header = parsedPieces[0] as ParsedStatement;
   const relation = record(record(header.node['relation'])['RangeVar']);
+  const indexes = new Map<string, ParsedStatement>();
   keys.forEach((k, i) => {
-    const elts = (parsedPieces[i + 1] as ParsedStatement).node['tableElts'] as AstNode[] | undefined;
+    const parsed = parsedPieces[i + 1] as ParsedStatement;
+    if (k.startsWith('i ')) {
+      if (parsed.type !== 'IndexStmt') throw new Error('a catalog index is not one index');
+      indexes.set(k, parsed);
+      return;
+    }
+    const elts = parsed.node['tableElts'] as AstNode[] | undefined;
     if (elts?.length !== 1) throw new Error('a catalog piece is not one table element');
     pieces.set(k, elts[0]);
   });
@@ -96,6 +158,17 @@ export function parseByPieces(items: readonly CatalogItem[]): ParsedStatement[] 
   for (const it of items) {
     if (typeof it === 'string') {
       out.push(...(byText[textIndex++] ?? []));
+      continue;
+    }
+    if (isIndex(it)) {
+      const parsed = indexes.get(indexKey(templates.get(it) ?? '')) as ParsedStatement;
+      const rv = record(record(parsed.node['relation'])['RangeVar']);
+      const node: AstNode = {
+        ...parsed.node,
+        idxname: it.name,
+        relation: { RangeVar: { ...rv, schemaname: it.schema, relname: it.table } },
+      };
+      out.push({ ...parsed, node });
       continue;
     }
     const tableElts = [

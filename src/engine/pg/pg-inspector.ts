@@ -342,7 +342,8 @@ export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaM
     else out.push(`CREATE ${unlogged}TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
-      (partition ? partitions : out).push(`${str(i['def'])};`);
+      if (partition) partitions.push(`${str(i['def'])};`);
+      else out.push({ schema, table: name, name: str(i['name']), def: str(i['def']) });
       comment(`INDEX ${quoteQualified(schema, str(i['name']))}`, i['comment']);
     }
   }
