@@ -44,13 +44,16 @@ const ref = (t: { schema: string; name: string }): TableRef => ({ schema: t.sche
  * the name-ordered entry point, so the result is still deterministic.
  */
 export function stableTopo<T>(items: readonly T[], key: (x: T) => string, deps: (x: T) => string[]): T[] {
-  const sorted = [...items].sort((a, b) => cmp(key(a), key(b)));
-  const present = new Map(sorted.map((x) => [key(x), x]));
+  // Each key computed once: sorting asked for two per comparison.
+  const keys = new Map<T, string>(items.map((x) => [x, key(x)]));
+  const keyOf = (x: T) => keys.get(x) ?? key(x);
+  const sorted = [...items].sort((a, b) => cmp(keyOf(a), keyOf(b)));
+  const present = new Map(sorted.map((x) => [keyOf(x), x]));
   const done = new Set<string>();
   const visiting = new Set<string>();
   const out: T[] = [];
   const visit = (x: T) => {
-    const k = key(x);
+    const k = keyOf(x);
     if (done.has(k) || visiting.has(k)) return;
     visiting.add(k);
     for (const d of deps(x)
