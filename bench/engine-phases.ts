@@ -4,6 +4,7 @@
 // process per phase, and wall time; CPU is what a loaded machine does not distort.
 //
 //   node --import tsx bench/engine-phases.ts URL DESIRED.sql     # one JSON line on stdout
+//   node --expose-gc --import tsx bench/engine-phases.ts ...     # heap after each phase, what it holds
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
@@ -11,9 +12,18 @@ export interface Phase {
   readonly phase: string;
   readonly cpuMs: number;
   readonly wallMs: number;
+  /** The JavaScript heap in use after the phase (a full collection first when run with --expose-gc). */
+  readonly heapMiB: number;
+  /** The process's peak RSS so far: the phase that raises it is the one holding the most at once. */
+  readonly peakRssMiB: number;
 }
 
 const phases: Phase[] = [];
+const collect = (globalThis as { gc?: () => void }).gc;
+function heapMiB(): number {
+  collect?.();
+  return Math.round(process.memoryUsage().heapUsed / 2 ** 20);
+}
 async function timed<T>(phase: string, f: () => Promise<T> | T): Promise<T> {
   const c = process.cpuUsage();
   const t = performance.now();
@@ -23,6 +33,8 @@ async function timed<T>(phase: string, f: () => Promise<T> | T): Promise<T> {
     phase,
     cpuMs: Math.round((used.user + used.system) / 1000),
     wallMs: Math.round(performance.now() - t),
+    heapMiB: heapMiB(),
+    peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
   });
   return r;
 }
@@ -54,7 +66,7 @@ const wanted = await timed('desired: parse and load', () =>
   desired.loadDesiredSql([{ path: desiredPath, sql }], catalog.defaultSchema),
 );
 await timed('fingerprint live', () =>
-  canonical.digestOf(canonical.canonicalJson({ dialect: 'postgres', model: live, rows: [] })),
+  canonical.canonicalDigest({ dialect: 'postgres', model: live, rows: [] }),
 );
 const changes = await timed('diff', () => diff.diffModels({ from: live, to: wanted, liveRows: [] }));
 await timed('render, serialise, hash', () => {
@@ -65,7 +77,7 @@ await timed('render, serialise, hash', () => {
     format_version: plans.PLAN_FORMAT_VERSION,
     dialect: 'postgres',
     from_fingerprint: '',
-    to_fingerprint: canonical.digestOf(canonical.canonicalJson({ dialect: 'postgres', model: wanted })),
+    to_fingerprint: canonical.canonicalDigest({ dialect: 'postgres', model: wanted }),
     destructive: false,
     statements,
     managed_rows: [],
