@@ -167,7 +167,7 @@ const parseTree = (sql: string): ParseTree => parseSync(sql) as ParseTree;
 const PIECE_CHARS = 64 * 1024;
 
 /**
- * The text cut after a `;` that ends a line. Such a cut inside a literal, a quoted name, a block comment or
+ * The text cut after a `;` that ends a line (the newline starts the next piece). Such a cut inside a literal, a quoted name, a block comment or
  * a dollar-quoted body leaves that token unterminated, and inside a statement (a BEGIN ATOMIC body, a rule's
  * action list) leaves the statement unfinished: either way the piece does not parse. After a line comment's
  * `;`, the piece's last statement does not end at the cut (endsAtItsCut). In every such case the text is
@@ -181,7 +181,8 @@ function piecesOf(sql: string): { text: string; byteOffset: number }[] {
   let byteOffset = 0;
   while (from < sql.length) {
     const cut = sql.indexOf(';\n', from + PIECE_CHARS);
-    const to = cut < 0 || sql.length - (cut + 2) < PIECE_CHARS / 4 ? sql.length : cut + 2;
+    // The newline starts the next piece, as it starts the next statement's text in the whole text.
+    const to = cut < 0 || sql.length - (cut + 1) < PIECE_CHARS / 4 ? sql.length : cut + 1;
     const text = sql.slice(from, to);
     if (text.trim() !== '') out.push({ text, byteOffset });
     byteOffset += Buffer.byteLength(text);
@@ -197,7 +198,7 @@ function piecesOf(sql: string): { text: string; byteOffset: number }[] {
 function endsAtItsCut(tree: ParseTree, text: string): boolean {
   const last = tree.stmts?.[tree.stmts.length - 1];
   const len = last?.stmt_len ?? 0;
-  return len > 0 && (last?.stmt_location ?? 0) + len === Buffer.byteLength(text) - 2;
+  return len > 0 && (last?.stmt_location ?? 0) + len === Buffer.byteLength(text) - 1;
 }
 
 /**

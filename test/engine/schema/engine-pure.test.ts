@@ -6,7 +6,7 @@ import { canonicalDigest, canonicalJson, digestOf } from '../../../src/engine/ca
 import { classify, typeChangeRisk } from '../../../src/engine/classify.ts';
 import { diffModels } from '../../../src/engine/diff.ts';
 import type { Column, SchemaModel } from '../../../src/engine/model.ts';
-import { loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
+import { devStatements, loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
 import { renderPostgres } from '../../../src/engine/pg/pg-renderer.ts';
 import { PlanFileError, readPlan, serialisePlan } from '../../../src/engine/plan-file.ts';
 import { excludeObjects } from '../../../src/engine/scope.ts';
@@ -283,6 +283,14 @@ describe('long desired files', () => {
     await assert.rejects(
       load(`${head}CREATE TABLE broken (\n  id int,\n  note txt text\n);\n${tables(1_500, 500)}`),
       new RegExp(`test\\.sql:${line}:\\d+: SQL syntax error`),
+    );
+  });
+
+  test('a dev database is sent each statement of a long file as the whole text has it', async () => {
+    const statements = await devStatements([{ path: 'test.sql', sql: tables(0, 3_000) }]);
+    assert.equal(statements.length, 3_000);
+    statements.forEach((s, i) =>
+      assert.equal(s.sql, `${i === 0 ? '' : '\n'}CREATE TABLE f${i} (id int PRIMARY KEY, note text)`),
     );
   });
 
