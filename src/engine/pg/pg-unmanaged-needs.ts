@@ -145,8 +145,7 @@ export async function refuseUnmanagedNeedsMissing(
   const needs = changes.flatMap((c) => needsOf(c, ds));
   if (needs.length === 0) return [];
   // What this plan creates before what needs it: types (enums, domains, composite types, a table's or a
-  // view's row type). A configuration names a parser or dictionary, never a managed object, so a use of
-  // one that is not a dictionary is its parser (asked about as either).
+  // view's row type).
   const created = new Set<string>();
   for (const c of changes) {
     if (c.kind === 'CreateEnum') created.add(objectKey(c.type.schema, c.type.name));
@@ -161,24 +160,21 @@ export async function refuseUnmanagedNeedsMissing(
     n.schemas.some((s) => held.has(keyOf(kind, s, n.name, kind === 'operator class' ? n.method : '')));
   const extensionsCreated = changes.some((c) => c.kind === 'CreateExtension');
   const declared = (n: Need, kind: NeedKind) =>
-    desired.unmanaged.some(
-      (u) =>
-        u.objectKind === kind &&
-        u.name === n.name &&
-        (n.schemas.includes(u.schema) || kind === 'access method'),
-    );
+    desired.unmanaged.some((u) => u.objectKind === kind && u.name === n.name && n.schemas.includes(u.schema));
   const out: Change[] = [];
   const seen = new Set<string>();
   for (const n of open) {
-    // A configuration's use is a dictionary or its parser: either present satisfies it.
+    // A configuration's uses are its dictionaries and its parser, not told apart: either kind satisfies one.
     const kinds: NeedKind[] =
       n.kind === 'text search dictionary' ? ['text search dictionary', 'text search parser'] : [n.kind];
     if (kinds.some((k) => has(n, k))) continue;
     const declaredAs = kinds.find((k) => declared(n, k));
     // An extension this plan creates may bring it (its contents are not known before it exists).
     if (declaredAs === undefined && extensionsCreated) continue;
-    const kind = declaredAs ?? n.kind;
-    const what = `${kind === 'text search dictionary' && declaredAs === undefined ? 'text search dictionary or parser' : kind} ${n.kind === 'access method' ? n.name : `${n.schemas[n.schemas.length - 1] ?? ''}.${n.name}`}`;
+    const kind = declaredAs ?? (kinds.length > 1 ? 'text search dictionary or parser' : n.kind);
+    // Unqualified, it would be looked for last in the default schema: named there.
+    const schema = n.schemas[n.schemas.length - 1] ?? '';
+    const what = `${kind} ${schema === '' ? n.name : `${schema}.${n.name}`}`;
     const message = `${n.by} needs ${what}, which the target database does not have and this plan does not create`;
     if (seen.has(message)) continue;
     seen.add(message);
