@@ -2,8 +2,10 @@
 // on a real PostgreSQL: (a) a database loaded from the file plans to nothing against it; (b) from an empty
 // database, plan, apply and re-plan gives nothing; (c) the two databases' pg_dump --schema-only are the same
 // object by object; (d) the loaded database's own pg_dump, plain and with the recommended flags, used as
-// the desired state plans to nothing. A point a schema does not meet yet is a todo naming the gap, so it
-// shows in every run and turns into a failure of the todo when fixed, never into silence.
+// the desired state plans to nothing; (e) through --dev-url (the file run in a scratch database, statement
+// by statement in the loader's order) from empty, plan, apply and re-plan gives nothing, offline too, and the
+// loaded database plans to nothing. A point a schema does not meet yet is a todo naming the gap, so it shows in every run and turns
+// into a failure of the todo when fixed, never into silence.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -18,7 +20,7 @@ const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 const DIR = join(import.meta.dirname, '../../fixtures/real-schemas');
 const NAMES = readdirSync(DIR).sort();
 
-type Point = 'a' | 'b' | 'c' | 'd';
+type Point = 'a' | 'b' | 'c' | 'd' | 'e';
 
 /** What each schema needs that the engine does not manage yet; every entry is a known gap. */
 const GAPS: Readonly<Record<string, Partial<Record<Point, string>>>> = {};
@@ -139,6 +141,18 @@ describe('real public schemas converge (postgres)', () => {
           }
         },
       );
+
+      point('e', 'through --dev-url: from empty plan, apply, re-plan gives nothing; loaded too', async () => {
+        const empty = await fresh();
+        const viaDev = { ...files(path, sql), devUrl: await fresh() };
+        const first = await plan(empty, dialect, viaDev);
+        assert.equal(first.outcome, 'changes');
+        const a = await applyPlan(empty, Buffer.from(first.bytes ?? ''));
+        assert.equal(a.outcome, 'applied', JSON.stringify(a.failure));
+        assert.deepEqual(statements(await plan(empty, dialect, viaDev)), [], 'through --dev-url');
+        assert.deepEqual(statements(await plan(empty, dialect, files(path, sql))), [], 'offline');
+        assert.deepEqual(statements(await plan(loaded, dialect, viaDev)), [], 'the loaded database');
+      });
     });
   }
 });
