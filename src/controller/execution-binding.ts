@@ -15,7 +15,7 @@ import type { ManagerIdentity } from './jobs/operation-job.ts';
 export type BoundReleases = Omit<ExecutionBinding, 'epoch'>;
 
 /** Every bound release, compile-checked: a release added to the binding rotates the epoch when it changes. */
-const RELEASE_FIELDS: Readonly<Record<keyof BoundReleases, true>> = {
+export const RELEASE_FIELDS: Readonly<Record<keyof BoundReleases, true>> = {
   managerImage: true,
   managerRevision: true,
   controllerStateVersion: true,

@@ -6,6 +6,7 @@
  * checked by the Apply's own reconstruction and from_fingerprint instead.
  */
 import { schemaPlanFingerprint } from '../api/fingerprint.ts';
+import { RELEASE_FIELDS } from '../controller/execution-binding.ts';
 import type { PlanBinding, PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
 
 export type LiveBinding = Pick<
@@ -49,12 +50,7 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   targetIdentityDigest: true,
   policyFingerprint: true,
   executionEpoch: true,
-  managerImage: true,
-  managerRevision: true,
-  controllerStateVersion: true,
-  ptahVersion: true,
-  runnerImage: true,
-  runnerProtocolVersion: true,
+  ...RELEASE_FIELDS,
   dialect: true,
 };
 
