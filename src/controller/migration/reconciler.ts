@@ -37,6 +37,7 @@ import {
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
+import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
@@ -188,7 +189,8 @@ export class MigrationReconciler {
       }
     }
     const plan = view.status.plan;
-    if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
+    // A migration plan's object is the whole plan (it has no chunks): whenever a plan is read, all of it is.
+    if (plan !== undefined && planRead(claim, () => true) !== 'none') {
       input = { ...input, planCheck: await this.checkPlan(view, plan, coordination, input.executionBinding) };
     }
     return this.perform(obj, view, coordination, decideMigration(input), guard);

@@ -283,7 +283,8 @@ function handleIdle(b: Builder, input: DecideInput): void {
   st.observedGeneration = schema.generation;
 
   // A waiting plan is read back whenever a decision rests on it, not only when someone approves: a plan
-  // that no longer reassembles, or no longer binds what an Apply would run under, is retired at once.
+  // that no longer binds what an Apply would run under is retired at once, and one that no longer
+  // reassembles as soon as an Apply is possible (its chunks are read only then: decision/plan-read.ts).
   if (st.plan !== undefined && input.planCheck !== undefined && !input.planCheck.ok) {
     retireOnFailedCheck(b, input.planCheck);
     // A Failed resource keeps its retry delay: the plan goes now, the read waits for the retry.
@@ -332,7 +333,7 @@ function handleIdle(b: Builder, input: DecideInput): void {
       return;
     }
     if (input.planCheck === undefined) {
-      // Never claimed on a plan nobody read back: the I/O layer checks it on every idle pass.
+      // Never claimed on a plan nobody read back: the I/O layer reads it whole whenever an Apply is possible.
       b.requeue(0);
       return;
     }
@@ -490,13 +491,13 @@ function pendingReadRequest(input: DecideInput): ReturnType<typeof readRequest> 
   return readRequest(value);
 }
 
-type Authorisation =
+export type Authorisation =
   | { readonly kind: 'approved'; readonly approval: ApprovalView }
   | { readonly kind: 'not-required' }
   | { readonly kind: 'wait' };
 
 /** Whether the current plan may be applied now: policy Always needs nothing, OnApproval an exact approval. */
-function applyAuthorisation(input: DecideInput, plan: PlanStatus): Authorisation {
+export function applyAuthorisation(input: DecideInput, plan: PlanStatus): Authorisation {
   const policy = input.schema.spec.policy;
   if (policy.apply === 'Never') return { kind: 'wait' };
   if (plan.destructive && !policy.allowDestructive) return { kind: 'wait' };

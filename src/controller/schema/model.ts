@@ -103,8 +103,9 @@ export interface PublishedPlan {
 }
 
 /**
- * The stored plan status.plan names, read back whenever a decision rests on it: its object, every chunk,
- * and every binding recomputed from live inputs. Each failure retires the plan in its own way.
+ * The stored plan status.plan names, read back whenever a decision rests on it: its object and every
+ * binding recomputed from live inputs, and every chunk when an Apply is possible (decision/plan-read.ts).
+ * Each failure retires the plan in its own way.
  */
 export type PlanCheck =
   | { readonly ok: true }

@@ -31,6 +31,7 @@ import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-
 import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { markDecision } from '../decision/mark-decision.ts';
+import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
@@ -43,7 +44,14 @@ import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import type { ConfigMapObject } from '../../api/core.ts';
-import { decide, isClaimedJob, type Decision, type EventSpec, type PostAction } from './decide.ts';
+import {
+  applyAuthorisation,
+  decide,
+  isClaimedJob,
+  type Decision,
+  type EventSpec,
+  type PostAction,
+} from './decide.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
@@ -188,8 +196,13 @@ export class SchemaReconciler {
       if (conflict !== undefined) extra = { ...extra, targetConflict: conflict };
     }
     const plan = view.status.plan;
-    if (plan !== undefined && (claim === undefined || (claim.type === 'Apply' && !claim.dispatchStarted))) {
-      extra = { ...extra, planCheck: await this.checkPlan(view, plan, coordination, input.executionBinding) };
+    if (plan !== undefined) {
+      const authorised = () => applyAuthorisation({ ...input, ...extra }, plan).kind !== 'wait';
+      const read = planRead(claim, authorised);
+      if (read !== 'none') {
+        const check = await this.checkPlan(view, plan, coordination, input.executionBinding, read);
+        extra = { ...extra, planCheck: check };
+      }
     }
 
     const decision = decide({ ...input, ...extra });
@@ -592,14 +605,16 @@ export class SchemaReconciler {
   }
 
   /**
-   * Rebuilds the stored plan from its chunks, exactly as an Apply will, and recomputes every binding that is
-   * a live input, whenever a decision rests on the plan (each idle pass that holds one, and before dispatch).
+   * Reads the stored plan back and recomputes every binding that is a live input, whenever a decision rests
+   * on the plan; when an Apply is possible (`whole`) it also rebuilds the plan from its chunks, exactly as
+   * the Apply will (decision/plan-read.ts).
    */
   private async checkPlan(
     view: SchemaView,
     status: PlanStatus,
     coordination: string,
     binding: ExecutionBinding,
+    read: Exclude<PlanRead, 'none'>,
   ): Promise<PlanCheck> {
     const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, status.name);
     if (
@@ -609,14 +624,16 @@ export class SchemaReconciler {
     ) {
       return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
     }
-    const chunks = new Map<string, ConfigMapObject>();
-    for (const c of plan.spec.chunks) {
-      const cm = await readConfigMap(this.deps.core, view.namespace, c.name);
-      if (cm !== undefined) chunks.set(c.name, cm as ConfigMapObject);
+    if (read === 'whole') {
+      const chunks = new Map<string, ConfigMapObject>();
+      for (const c of plan.spec.chunks) {
+        const cm = await readConfigMap(this.deps.core, view.namespace, c.name);
+        if (cm !== undefined) chunks.set(c.name, cm as ConfigMapObject);
+      }
+      const r = reassemblePlan(plan, (name) => chunks.get(name));
+      if (!r.ok)
+        return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
     }
-    const r = reassemblePlan(plan, (name) => chunks.get(name));
-    if (!r.ok)
-      return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
     const fields = liveBindingDifferences(plan, liveBinding(view, coordination, binding));
     return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
   }
