@@ -59,14 +59,33 @@ function histogramQuantile(before: Map<string, number>, after: Map<string, numbe
   return buckets.find((b) => b.n >= q * total)!.le;
 }
 
-function procStatus(pid: number): { rssMiB: number; cpuSeconds: number } {
+function procStatus(pid: number): { rssMiB: number; peakMiB: number; cpuSeconds: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  // The kernel's high-water mark of the resident set: the true peak, not a sample that may miss it.
+  const peakKb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
   // utime and stime are fields 14 and 15 of /proc/pid/stat, in clock ticks (100 per second on Linux).
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssMiB: rssKb / 1024, cpuSeconds: ticks / 100 };
+  return { rssMiB: rssKb / 1024, peakMiB: peakKb / 1024, cpuSeconds: ticks / 100 };
+}
+
+const MiB = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/**
+ * The manager's resident set and what of it V8 accounts for, from its own metrics (prom-client's default
+ * process metrics): heap used and committed, and external memory (Buffers, TLS and ArrayBuffer backing
+ * stores). What the resident set holds beyond those is code, stacks and the allocator's free lists.
+ */
+async function memory(pid: number, port: number): Promise<string> {
+  const { rssMiB } = procStatus(pid);
+  const s = await scrape(port);
+  const p = 'ptah_process_nodejs_';
+  return (
+    `${rssMiB.toFixed(1)} MiB (V8 heap used ${MiB(s.get(`${p}heap_size_used_bytes`) ?? NaN)} of ` +
+    `${MiB(s.get(`${p}heap_size_total_bytes`) ?? NaN)}, external ${MiB(s.get(`${p}external_memory_bytes`) ?? NaN)})`
+  );
 }
 
 async function schemas(e2e: E2E): Promise<PtahSchema[]> {
@@ -134,8 +153,9 @@ try {
     PTAH_LEADER_LEASE_SECONDS: '15',
   };
   const pid = (await e2e.startManager(managerEnv)).pid;
-  const base = procStatus(pid);
-  row('manager RSS, no resources', `${base.rssMiB.toFixed(1)} MiB`);
+  // Once its watches have listed and leadership is taken, as at the other readings.
+  await new Promise((r) => setTimeout(r, 10_000));
+  row('manager RSS, no resources', await memory(pid, metricsPort));
 
   // Phase 1: cold start of ACTIVE schemas.
   const urls: string[] = [];
@@ -174,7 +194,8 @@ try {
     `${(percentile(overhead.total, 50) / 1000).toFixed(1)} / ${(percentile(overhead.total, 99) / 1000).toFixed(1)} s`,
   );
   row('manager CPU during the cold start', `${(after.cpuSeconds - cpu0).toFixed(1)} s`);
-  row(`manager RSS, ${ACTIVE} resources InSync`, `${after.rssMiB.toFixed(1)} MiB`);
+  row(`manager RSS, ${ACTIVE} resources InSync`, await memory(pid, metricsPort));
+  row('manager RSS high-water mark during the cold start', `${after.peakMiB.toFixed(1)} MiB`);
   const metrics1 = await scrape(metricsPort);
   const waitP = (q: number) => histogramQuantile(metrics0, metrics1, 'ptah_queue_wait_seconds', q).toFixed(3);
   row('queue wait during the cold start, p50/p99 (bucket bound)', `${waitP(0.5)} / ${waitP(0.99)} s`);
@@ -218,12 +239,13 @@ try {
   );
   const batchRequests = sum(metrics3, 'ptah_api_requests_total') - sum(metrics2, 'ptah_api_requests_total');
   row('API requests per resource, change batch', (batchRequests / ACTIVE).toFixed(1));
-  row(`manager RSS after the change batch`, `${procStatus(pid).rssMiB.toFixed(1)} MiB`);
+  row(`manager RSS after the change batch`, await memory(pid, metricsPort));
+  row('manager RSS high-water mark so far', `${procStatus(pid).peakMiB.toFixed(1)} MiB`);
   await new Promise((r) => setTimeout(r, 60_000));
   const metrics4 = await scrape(metricsPort);
   const idleRequests = sum(metrics4, 'ptah_api_requests_total') - sum(metrics3, 'ptah_api_requests_total');
   row(`API requests per resource per idle minute, ${ACTIVE} resources`, (idleRequests / ACTIVE).toFixed(2));
-  row(`manager RSS, ${ACTIVE} resources, idle minute later`, `${procStatus(pid).rssMiB.toFixed(1)} MiB`);
+  row(`manager RSS, ${ACTIVE} resources, idle minute later`, await memory(pid, metricsPort));
 
   // Phase 2: IDLE suspended schemas on top (cached, watched, reconciled; no Job).
   const cpu1 = procStatus(pid).cpuSeconds;
@@ -256,7 +278,7 @@ try {
   await new Promise((r) => setTimeout(r, 20_000));
   const steady = procStatus(pid);
   const total = ACTIVE + IDLE;
-  row(`manager RSS, ${total} resources (${IDLE} suspended)`, `${steady.rssMiB.toFixed(1)} MiB`);
+  row(`manager RSS, ${total} resources (${IDLE} suspended)`, await memory(pid, metricsPort));
   row('manager CPU for the suspended ones', `${(steady.cpuSeconds - cpu1).toFixed(1)} s`);
   const idleCpu0 = steady.cpuSeconds;
   await new Promise((r) => setTimeout(r, 60_000));
