@@ -15,7 +15,7 @@ export interface ManagerProcessOptions {
 }
 
 /** The Node flags the chart runs the manager with (deploy/helm/ptah-operator/values.yaml, `command`). */
-export const MANAGER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+export const MANAGER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--optimize-for-size'];
 
 /**
  * Starts the compiled manager (dist/ptah-operator.mjs, what the image runs) as its own process with only the variables it is meant to see: the
