@@ -226,7 +226,11 @@ describe('PtahSchema promises under misuse', { skip }, () => {
       const stale = await eventually('the approval goes Stale', () =>
         approvalCondition('upgrade-approval', 'Stale'),
       );
-      assert.equal(stale.reason, 'Superseded');
+      assert.equal(
+        stale.reason,
+        'ExecutionBindingChanged',
+        'the runner image is a release the execution binding holds',
+      );
       assert.match(stale.message ?? '', /runnerImage/);
     }
     const next = await eventually('a new plan bound to the new runner', async () => {
