@@ -484,6 +484,16 @@ export const executionBinding = object(
 );
 export type ExecutionBinding = Infer<typeof executionBinding>;
 
+/** The releases an execution binding holds, compile-checked: one added to the binding is listed here too. */
+export const BOUND_RELEASE_FIELDS: Readonly<Record<Exclude<keyof ExecutionBinding, 'epoch'>, true>> = {
+  managerImage: true,
+  managerRevision: true,
+  controllerStateVersion: true,
+  ptahVersion: true,
+  runnerImage: true,
+  runnerProtocolVersion: true,
+};
+
 /** The verification policy an artifact satisfied, as Verify read it. */
 export const verification = object({
   policyName: objectName('The policy ConfigMap.'),

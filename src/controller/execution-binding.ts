@@ -8,21 +8,11 @@
  * under release B, must not become applicable again when A returns.
  */
 import { randomBytes } from 'node:crypto';
-import type { ExecutionBinding } from '../api/ptah-schema.ts';
+import { BOUND_RELEASE_FIELDS, type ExecutionBinding } from '../api/ptah-schema.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
 
 export type BoundReleases = Omit<ExecutionBinding, 'epoch'>;
-
-/** Every bound release, compile-checked: a release added to the binding rotates the epoch when it changes. */
-export const RELEASE_FIELDS: Readonly<Record<keyof BoundReleases, true>> = {
-  managerImage: true,
-  managerRevision: true,
-  controllerStateVersion: true,
-  ptahVersion: true,
-  runnerImage: true,
-  runnerProtocolVersion: true,
-};
 
 export function newExecutionEpoch(): string {
   return `v1-${randomBytes(16).toString('hex')}`;
@@ -42,7 +32,9 @@ export function boundReleases(manager: ManagerIdentity): BoundReleases {
 
 /** The bound releases that differ between what the resource recorded and what runs now. */
 export function changedReleases(recorded: BoundReleases, live: BoundReleases): (keyof BoundReleases)[] {
-  return (Object.keys(RELEASE_FIELDS) as (keyof BoundReleases)[]).filter((k) => recorded[k] !== live[k]);
+  return (Object.keys(BOUND_RELEASE_FIELDS) as (keyof BoundReleases)[]).filter(
+    (k) => recorded[k] !== live[k],
+  );
 }
 
 /**
@@ -63,7 +55,7 @@ export function currentExecutionBinding(
 /** The plan bindings that belong to the execution binding (a differing one retires the plan as such). */
 export const EXECUTION_PLAN_FIELDS: ReadonlySet<string> = new Set([
   'executionEpoch',
-  ...Object.keys(RELEASE_FIELDS),
+  ...Object.keys(BOUND_RELEASE_FIELDS),
 ]);
 
 /** What a plan binds of the execution binding: the epoch and every release, as named plan fields. */

@@ -6,7 +6,7 @@
  * checked by the Apply's own reconstruction and from_fingerprint instead.
  */
 import { schemaPlanFingerprint } from '../api/fingerprint.ts';
-import { RELEASE_FIELDS } from '../controller/execution-binding.ts';
+import { BOUND_RELEASE_FIELDS } from '../api/ptah-schema.ts';
 import type { PlanBinding, PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
 
 export type LiveBinding = Pick<
@@ -50,7 +50,7 @@ const LIVE_FIELDS: Readonly<Record<keyof LiveBinding, true>> = {
   targetIdentityDigest: true,
   policyFingerprint: true,
   executionEpoch: true,
-  ...RELEASE_FIELDS,
+  ...BOUND_RELEASE_FIELDS,
   dialect: true,
 };
 
