@@ -31,7 +31,7 @@ export function boundReleases(manager: ManagerIdentity): BoundReleases {
 }
 
 /** The bound releases that differ between what the resource recorded and what runs now. */
-export function changedReleases(recorded: BoundReleases, live: BoundReleases): (keyof BoundReleases)[] {
+function changedReleases(recorded: BoundReleases, live: BoundReleases): (keyof BoundReleases)[] {
   return (Object.keys(BOUND_RELEASE_FIELDS) as (keyof BoundReleases)[]).filter(
     (k) => recorded[k] !== live[k],
   );
@@ -53,7 +53,7 @@ export function currentExecutionBinding(
 }
 
 /** The plan bindings that belong to the execution binding (a differing one retires the plan as such). */
-export const EXECUTION_PLAN_FIELDS: ReadonlySet<string> = new Set([
+const EXECUTION_PLAN_FIELDS: ReadonlySet<string> = new Set([
   'executionEpoch',
   ...Object.keys(BOUND_RELEASE_FIELDS),
 ]);
