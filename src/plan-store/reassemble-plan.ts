@@ -1,52 +1,85 @@
 /**
- * Rebuilds a published plan's bytes from its chunk ConfigMaps, immediately before an Apply is dispatched.
- * Every check the plan contract promises runs here: names, UIDs, order, sizes, per-chunk hashes and the
- * whole hash. A failure names the chunk (or the plan) and what failed; nothing partial is returned.
+ * The one check of a published plan's chunks, for every reader: publication's read-back before the plan's
+ * status commits the chunks' UIDs (`verifyPublication`), the manager before an Apply is dispatched and
+ * `kubectl ptah plan` before it prints (`reassemblePlan`). Every check the plan contract promises runs in
+ * both: names, order, sizes, per-chunk hashes and the whole hash, and the committed UIDs once there are
+ * any. A failure names the chunk (or the plan) and what failed; nothing partial is returned.
  */
 import type { ConfigMapObject } from '../api/core.ts';
 import { sha256Digest } from '../api/digest.ts';
-import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+import type { PtahSchemaPlan, PublishedChunk } from '../api/ptah-schema-plan.ts';
 import { checkChunk, type ChunkFailure } from './chunk-config-map.ts';
 import { chunkName } from './split-plan.ts';
 
-export type Reassembly =
-  | { readonly ok: true; readonly bytes: Uint8Array }
-  | {
-      readonly ok: false;
-      /** The chunk that failed, or the plan's own name for a whole-plan failure. */
-      readonly failing: string;
-      readonly reason:
-        ChunkFailure | 'NotPublished' | 'OrderMismatch' | 'PlanSizeMismatch' | 'PlanDigestMismatch';
-      readonly message: string;
-    };
+export type ReassemblyFailure = {
+  readonly ok: false;
+  /** The chunk that failed, or the plan's own name for a whole-plan failure. */
+  readonly failing: string;
+  readonly reason:
+    ChunkFailure | 'NotPublished' | 'OrderMismatch' | 'PlanSizeMismatch' | 'PlanDigestMismatch';
+  readonly message: string;
+};
 
+export type Reassembly = { readonly ok: true; readonly bytes: Uint8Array } | ReassemblyFailure;
+
+export type PublicationCheck =
+  { readonly ok: true; readonly publishedChunks: readonly PublishedChunk[] } | ReassemblyFailure;
+
+/** A committed plan's bytes, every chunk held to the UID its status committed. */
 export function reassemblePlan(
   plan: PtahSchemaPlan,
   read: (name: string) => ConfigMapObject | undefined,
 ): Reassembly {
   const planName = plan.metadata.name;
-  const planUID = plan.metadata.uid ?? '';
-  const fail = (failing: string, reason: Exclude<Reassembly, { ok: true }>['reason'], message: string) =>
-    ({ ok: false, failing, reason, message }) as const;
-  const chunks = plan.spec.chunks;
   const published = plan.status?.publishedChunks;
-  if (published === undefined || published.length !== chunks.length) {
+  if (published === undefined || published.length !== plan.spec.chunks.length) {
     return fail(planName, 'NotPublished', `plan ${planName} has not committed all of its chunks`);
   }
+  const checked = checkChunks(plan, read, published);
+  return checked.ok ? { ok: true, bytes: checked.bytes } : checked;
+}
+
+/**
+ * Publication's read-back: the chunks just written, checked as an Apply will check them, before any UID is
+ * committed; the UIDs to commit are the ones read back, in index order.
+ */
+export function verifyPublication(
+  plan: PtahSchemaPlan,
+  readBack: (name: string) => ConfigMapObject | undefined,
+): PublicationCheck {
+  const checked = checkChunks(plan, readBack, undefined);
+  return checked.ok ? { ok: true, publishedChunks: checked.publishedChunks } : checked;
+}
+
+function checkChunks(
+  plan: PtahSchemaPlan,
+  read: (name: string) => ConfigMapObject | undefined,
+  /** The UIDs status committed; undefined on read-back, before there are any. */
+  committed: readonly PublishedChunk[] | undefined,
+):
+  | { readonly ok: true; readonly bytes: Uint8Array; readonly publishedChunks: readonly PublishedChunk[] }
+  | ReassemblyFailure {
+  const planName = plan.metadata.name;
+  const planUID = plan.metadata.uid ?? '';
   const parts: Uint8Array[] = [];
-  for (const [i, chunk] of chunks.entries()) {
-    const committed = published[i]!;
+  const publishedChunks: PublishedChunk[] = [];
+  for (const [i, chunk] of plan.spec.chunks.entries()) {
+    const entry = committed?.[i];
     if (
       chunk.index !== i ||
-      committed.index !== i ||
       chunk.name !== chunkName(planName, i) ||
-      committed.name !== chunk.name
+      (committed !== undefined && (entry?.index !== i || entry.name !== chunk.name))
     ) {
       return fail(chunk.name, 'OrderMismatch', `chunk ${i} of plan ${planName} is out of order or misnamed`);
     }
-    const checked = checkChunk(chunk, planUID, read(chunk.name), committed.uid);
+    const cm = read(chunk.name);
+    const checked = checkChunk(chunk, planUID, cm, entry?.uid);
     if (!checked.ok) return fail(chunk.name, checked.reason, checked.message);
+    const uid = cm?.metadata.uid;
+    if (uid === undefined || uid === '')
+      return fail(chunk.name, 'UIDMismatch', `chunk ${chunk.name} was read back without a UID`);
     parts.push(checked.bytes);
+    publishedChunks.push({ name: chunk.name, uid, index: i });
   }
   const bytes = Buffer.concat(parts);
   if (bytes.length !== plan.spec.size) {
@@ -59,5 +92,9 @@ export function reassemblePlan(
   if (sha256Digest(bytes) !== plan.spec.binding.planContentDigest) {
     return fail(planName, 'PlanDigestMismatch', `plan ${planName} does not reassemble to its content digest`);
   }
-  return { ok: true, bytes };
+  return { ok: true, bytes, publishedChunks };
+}
+
+function fail(failing: string, reason: ReassemblyFailure['reason'], message: string): ReassemblyFailure {
+  return { ok: false, failing, reason, message };
 }

@@ -9,6 +9,7 @@
  */
 import { setConditions, type ConditionUpdate } from '../../api/conditions.ts';
 import { ensureJournal, recordJournalEntry, type Journal, type JournalEntry } from '../journal/journal.ts';
+import type { DurableWrite, PlanPublication } from './durable-writes.ts';
 
 export interface EventSpec {
   readonly type: 'Normal' | 'Warning';
@@ -19,7 +20,8 @@ export interface EventSpec {
 
 export interface DecisionOf<S, Pre, Post> {
   readonly status: S;
-  readonly pre: readonly Pre[];
+  /** The family's own writes before the status and the writes both families share (durable-writes.ts). */
+  readonly pre: readonly (Pre | DurableWrite)[];
   readonly post: readonly Post[];
   readonly events: readonly EventSpec[];
   readonly requeueAfterMs?: number;
@@ -42,19 +44,29 @@ interface StatusWithRecords<E extends JournalEntry> {
 
 export class DecisionBuilder<S extends StatusWithRecords<E>, E extends JournalEntry, Pre, Post> {
   status: Mutable<S>;
-  readonly pre: Pre[] = [];
+  readonly pre: (Pre | DurableWrite)[] = [];
   readonly post: Post[] = [];
   readonly events: EventSpec[] = [];
   private readonly conds: ConditionUpdate[] = [];
   private readonly journal: JournalEventOf<E>[] = [];
   requeueAfterMs: number | undefined;
+  private publication: PlanPublication | undefined;
 
   constructor(
     readonly clock: Date,
     private readonly generation: number,
-    status: S,
+    private readonly original: S,
   ) {
-    this.status = { ...status };
+    this.status = { ...original };
+  }
+
+  /**
+   * The decision publishes this plan and nothing else: what it would record needs the stored plan's UID
+   * and creation time, so the family decides again with the publication's outcome (durable-writes.ts).
+   */
+  publish(publication: PlanPublication): this {
+    this.publication = publication;
+    return this;
   }
 
   get now(): string {
@@ -88,6 +100,14 @@ export class DecisionBuilder<S extends StatusWithRecords<E>, E extends JournalEn
   }
 
   build(): DecisionOf<S, Pre, Post> {
+    if (this.publication !== undefined) {
+      return {
+        status: this.original,
+        pre: [{ kind: 'publishPlan', publication: this.publication }],
+        post: [],
+        events: [],
+      };
+    }
     if (this.conds.length > 0) {
       this.status.conditions = [
         ...setConditions(

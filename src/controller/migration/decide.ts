@@ -39,11 +39,12 @@ import type {
   MigrationPlanStatus,
   MigrationStatus,
   MigrationView,
-  Resolution,
   UnresolvedRun,
 } from './model.ts';
 import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
+import type { ResolutionResult } from '../snapshot/resolve-source.ts';
+import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
@@ -71,14 +72,14 @@ export interface MigrationDecideInput {
   readonly realm: RealmVerdict;
   readonly coordinationDigest: string;
   readonly executionBinding: ExecutionBinding;
-  readonly resolution:
-    | { readonly ok: true; readonly value: Resolution }
-    | { readonly ok: false; readonly reason: string; readonly message: string };
+  readonly resolution: ResolutionResult;
   /** An OCI source: its reference and the verification policy as read now (see the schema's decide). */
   readonly artifact?: ArtifactInput;
   readonly job?: JobObservation;
   readonly harvest?: Harvest;
-  /** For a finished History with pending versions: the plan as published (or found published). */
+  /** For a finished History with pending versions: what publishing its plan would write. */
+  readonly publication?: PlanPublication;
+  /** For a finished History with pending versions: the plan as published (the publication's outcome). */
   readonly published?: MigrationPlanStatus;
   /** Why such a plan was not published. */
   readonly publishRefused?: { readonly reason: string; readonly message: string };
@@ -94,6 +95,7 @@ export interface MigrationDecideInput {
 }
 
 export type MigrationPreAction =
+  | DurableWrite
   | { readonly kind: 'acquireLease'; readonly durationSeconds: number }
   | { readonly kind: 'addFinalizer' }
   /** The copy of an unresolved run on the resource's metadata, written before the status that records it. */
@@ -979,6 +981,10 @@ function historyRead(
       'ApplyDisabled',
       `spec.policy.apply is Never: ${h.pendingCount} pending migration(s) are not applied`,
     );
+    return;
+  }
+  if (input.published === undefined && input.publishRefused === undefined && input.publication) {
+    b.publish(input.publication);
     return;
   }
   const published = input.published;

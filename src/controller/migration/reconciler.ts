@@ -53,6 +53,13 @@ import { isConflict, readJob, type PtahObjects } from '../runtime/kube.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import {
+  decideWithPublication,
+  isDurableWrite,
+  performWrite,
+  type PublicationOutcome,
+  type WriteDeps,
+} from '../decision/durable-writes.ts';
+import {
   decideMigration,
   isClaimedJob,
   type EventSpec,
@@ -136,7 +143,6 @@ export class MigrationReconciler {
             obj.spec.desired.configMap,
             view.status.resolution,
             now,
-            guard,
             view.spec.sourcePolicyName,
           ))),
       approvals: gate.ok
@@ -176,7 +182,7 @@ export class MigrationReconciler {
         input = {
           ...input,
           harvest,
-          ...(await this.publishIfNeeded(obj, view, coordination, input.executionBinding, harvest, guard)),
+          ...this.publication(obj, view, coordination, input.executionBinding, harvest),
         };
       }
       if (
@@ -193,7 +199,10 @@ export class MigrationReconciler {
     if (plan !== undefined && planRead(claim, () => true) !== 'none') {
       input = { ...input, planCheck: await this.checkPlan(view, plan, coordination, input.executionBinding) };
     }
-    return this.perform(obj, view, coordination, decideMigration(input), guard);
+    const decision = await decideWithPublication(decideMigration, input, this.writes(guard), (o) =>
+      this.publicationOutcome(o),
+    );
+    return this.perform(obj, view, coordination, decision, guard);
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -211,6 +220,10 @@ export class MigrationReconciler {
     let resourceVersion = obj.metadata.resourceVersion;
     for (const pre of decision.pre) {
       guard();
+      if (isDurableWrite(pre)) {
+        await performWrite(this.writes(guard), pre);
+        continue;
+      }
       if (pre.kind === 'addFinalizer') {
         await ptah.patchMetadata('ptahmigrations', view.namespace, view.name, {
           resourceVersion,
@@ -414,17 +427,17 @@ export class MigrationReconciler {
   // Inputs.
 
   /**
-   * A finished History with pending versions, no unresolved run and a policy that applies: the plan that
-   * names Ptah's own selection, published once under the name its fingerprint gives (immutable, no SQL).
+   * What publishing a finished History's pending versions would write: the plan object, which names Ptah's
+   * own selection under the name its fingerprint gives (immutable, no SQL). Nothing is written here; the
+   * decision publishes it (decision/durable-writes.ts).
    */
-  private async publishIfNeeded(
+  private publication(
     obj: PtahMigration,
     view: MigrationView,
     coordination: string,
     binding: ExecutionBinding,
     harvest: Harvest,
-    guard: WriteGuard,
-  ): Promise<Pick<MigrationDecideInput, 'published' | 'publishRefused'>> {
+  ): Pick<MigrationDecideInput, 'publication' | 'publishRefused'> {
     const claim = view.status.claim;
     if (claim?.type !== 'History' || harvest.kind !== 'accepted') return {};
     const result = harvest.result;
@@ -437,42 +450,29 @@ export class MigrationReconciler {
       return {};
     const built = buildPlan(obj, view, coordination, result, binding);
     if (!built.ok) return { publishRefused: built.refused };
-    const { ptah } = this.deps;
-    let plan = await ptah.get<PtahMigrationPlan>(
-      'ptahmigrationplans',
-      view.namespace,
-      built.plan.metadata.name,
-    );
-    if (plan === undefined) {
-      guard();
-      try {
-        plan = await ptah.create<PtahMigrationPlan>('ptahmigrationplans', view.namespace, built.plan);
-      } catch (error) {
-        if (!isConflict(error)) throw error;
-        plan = await ptah.get<PtahMigrationPlan>(
-          'ptahmigrationplans',
-          view.namespace,
-          built.plan.metadata.name,
-        );
-      }
-    }
-    if (plan === undefined || plan.spec.fingerprint !== built.plan.spec.fingerprint) {
-      return {
-        publishRefused: {
-          reason: 'PlanNameTaken',
-          message: `PtahMigrationPlan ${built.plan.metadata.name} exists with another fingerprint`,
-        },
-      };
-    }
-    const published: MigrationPlanStatus = {
-      name: plan.metadata.name,
-      uid: plan.metadata.uid!,
-      fingerprint: plan.spec.fingerprint,
-      createdAt: plan.metadata.creationTimestamp
-        ? new Date(plan.metadata.creationTimestamp).toISOString()
-        : this.clock().toISOString(),
+    return { publication: { kind: 'PtahMigrationPlan', plan: built.plan } };
+  }
+
+  /** The status of a plan the decision's publication stored, or why it stored none. */
+  private publicationOutcome(
+    outcome: PublicationOutcome,
+  ): Pick<MigrationDecideInput, 'published' | 'publishRefused'> {
+    if (!outcome.ok) return { publishRefused: { reason: outcome.reason, message: outcome.message } };
+    const plan = outcome.plan;
+    return {
+      published: {
+        name: plan.metadata.name,
+        uid: plan.metadata.uid!,
+        fingerprint: plan.spec.fingerprint,
+        createdAt: plan.metadata.creationTimestamp
+          ? new Date(plan.metadata.creationTimestamp).toISOString()
+          : this.clock().toISOString(),
+      },
     };
-    return { published };
+  }
+
+  private writes(guard: WriteGuard): WriteDeps {
+    return { core: this.deps.core, ptah: this.deps.ptah, clock: this.clock, guard };
   }
 
   /** The stored plan, read back: the same object, and every binding it holds still the live one. */

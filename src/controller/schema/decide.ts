@@ -43,6 +43,8 @@ import type {
 } from './model.ts';
 import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
+import type { ResolutionResult } from '../snapshot/resolve-source.ts';
+import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
@@ -72,9 +74,7 @@ export interface DecideInput {
   readonly coordinationDigest: string;
   /** The manager, engine and runner releases a claimed operation runs under; bound into its identity. */
   readonly executionBinding: ExecutionBinding;
-  readonly resolution:
-    | { readonly ok: true; readonly value: Resolution }
-    | { readonly ok: false; readonly reason: string; readonly message: string };
+  readonly resolution: ResolutionResult;
   /**
    * An OCI source: its reference and the verification policy as read now. `resolution` is then what status
    * recorded, since Resolve and Verify are Jobs whose results the decision itself records.
@@ -84,7 +84,9 @@ export interface DecideInput {
   readonly job?: JobObservation;
   /** What its Pod reported, when the Job finished. */
   readonly harvest?: Harvest;
-  /** For a finished Plan with changes: the plan as published and read back. */
+  /** For a finished Plan with changes: what publishing it would write (the plan object and its chunks). */
+  readonly publication?: PlanPublication;
+  /** For a finished Plan with changes: the plan as published and read back (the publication's outcome). */
   readonly published?: PublishedPlan;
   /** For a finished Plan with changes that was not published: why (a binding the runner did not report). */
   readonly publishRefused?: { readonly reason: string; readonly message: string };
@@ -114,6 +116,7 @@ export interface DecideInput {
 }
 
 export type PreAction =
+  | DurableWrite
   | { readonly kind: 'acquireLease'; readonly durationSeconds: number }
   /** Put the deletion guard on the resource; nothing else happens in that pass. */
   | { readonly kind: 'addFinalizer' };
@@ -941,6 +944,10 @@ function handleResult(b: Builder, input: DecideInput, claim: Claim, result: Runn
     }
     if (plan.planOutcome === 'NoChanges') {
       converged(b, input, claim);
+      return;
+    }
+    if (input.published === undefined && input.publishRefused === undefined && input.publication) {
+      b.publish(input.publication);
       return;
     }
     if (input.published === undefined) {

@@ -9,7 +9,7 @@
 import type { ConditionUpdate } from '../../api/conditions.ts';
 import { schemaEngineShips } from '../../protocol/dialects.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
-import type { BatchV1Api, CoreV1Api, V1ConfigMap, V1Job } from '@kubernetes/client-node';
+import type { BatchV1Api, CoreV1Api, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
 import { policyFingerprint, realmDigestOf } from '../../api/fingerprint.ts';
@@ -26,15 +26,24 @@ import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schem
 import type { RunnerResult } from '../../protocol/result.ts';
 import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
-import { buildChunkConfigMap } from '../../plan-store/chunk-config-map.ts';
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
-import { verifyPublication } from '../../plan-store/verify-publication.ts';
 import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
-import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
+import {
+  collectSnapshots,
+  resolveConfigMapSource,
+  type ResolutionResult,
+} from '../snapshot/resolve-source.ts';
+import {
+  decideWithPublication,
+  isDurableWrite,
+  performWrite,
+  type PublicationOutcome,
+  type WriteDeps,
+} from '../decision/durable-writes.ts';
 import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
@@ -136,7 +145,7 @@ export class SchemaReconciler {
       executionBinding: currentExecutionBinding(view.status.executionBinding, this.deps.manager),
       resolution: view.deleting
         ? { ok: false, reason: 'Deleting', message: 'deleting' }
-        : (oci?.resolution ?? (await this.resolve(obj, view, now, guard))),
+        : (oci?.resolution ?? (await this.resolve(obj, view, now))),
       approvals: approvalsRefused
         ? []
         : (await ptah.list<PtahSchemaApproval>('ptahschemaapprovals', view.namespace))
@@ -168,7 +177,7 @@ export class SchemaReconciler {
         extra = {
           ...extra,
           harvest,
-          ...(await this.publishIfNeeded(obj, view, coordination, input.executionBinding, harvest, guard)),
+          ...this.publication(obj, view, coordination, input.executionBinding, harvest),
         };
         if (claim.type !== 'Apply' && claim.planRef !== undefined) {
           const applied = await this.appliedPlanTarget(view, claim.planRef);
@@ -205,7 +214,9 @@ export class SchemaReconciler {
       }
     }
 
-    const decision = decide({ ...input, ...extra });
+    const decision = await decideWithPublication(decide, { ...input, ...extra }, this.writes(guard), (o) =>
+      this.publicationOutcome(o),
+    );
     return this.perform(obj, view, coordination, decision, log, guard);
   }
 
@@ -224,6 +235,10 @@ export class SchemaReconciler {
     let status = decision.status;
     for (const pre of decision.pre) {
       guard();
+      if (isDurableWrite(pre)) {
+        await performWrite(this.writes(guard), pre);
+        continue;
+      }
       if (pre.kind === 'addFinalizer') {
         await this.deps.ptah.patchMetadata('ptahschemas', view.namespace, view.name, {
           resourceVersion: obj.metadata.resourceVersion,
@@ -450,19 +465,13 @@ export class SchemaReconciler {
   // Inputs.
 
   /** Resolve for a ConfigMap source is not a Job: read the source, write the immutable snapshot. */
-  private async resolve(
-    obj: PtahSchema,
-    view: SchemaView,
-    now: Date,
-    guard: WriteGuard,
-  ): Promise<{ ok: true; value: Resolution } | { ok: false; reason: string; message: string }> {
+  private async resolve(obj: PtahSchema, view: SchemaView, now: Date): Promise<ResolutionResult> {
     return resolveConfigMapSource(
       this.deps.core,
       obj,
       obj.spec.desired.configMap,
       view.status.resolution,
       now,
-      guard,
       view.spec.sourcePolicyName,
     );
   }
@@ -499,15 +508,17 @@ export class SchemaReconciler {
     );
   }
 
-  /** Publishes a finished Plan's changed bytes: plan object, chunks, read-back, then the committed UIDs. */
-  private async publishIfNeeded(
+  /**
+   * What publishing a finished Plan's changed bytes would write: the plan object and its chunks, built from
+   * the result and the bindings (nothing is written here; the decision publishes it, durable-writes.ts).
+   */
+  private publication(
     obj: PtahSchema,
     view: SchemaView,
     coordination: string,
     binding: ExecutionBinding,
     harvest: Harvest,
-    guard: WriteGuard,
-  ): Promise<Pick<DecideInput, 'published' | 'publishRefused'>> {
+  ): Pick<DecideInput, 'publication' | 'publishRefused'> {
     const claim = view.status.claim;
     if (claim?.type !== 'Plan' || harvest.kind !== 'accepted') return {};
     const result = harvest.result;
@@ -525,62 +536,13 @@ export class SchemaReconciler {
       (r) => r.fingerprint === built.plan.spec.fingerprint,
     );
     if (retired.length > 0) built = buildSchemaPlan(obj, inputs.value, bytes, retired.length);
-    const { ptah, core } = this.deps;
-    let plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
-    if (plan === undefined) {
-      guard();
-      try {
-        plan = await ptah.create<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan);
-      } catch (error) {
-        if (!isConflict(error)) throw error;
-        plan = await ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, built.plan.metadata.name);
-      }
-    }
-    if (plan === undefined || plan.spec.fingerprint !== built.plan.spec.fingerprint) {
-      throw new Error(`plan ${built.plan.metadata.name} exists with another fingerprint`);
-    }
-    if (plan.status?.publishedChunks?.length !== plan.spec.chunks.length) {
-      const readBack = new Map<string, ConfigMapObject>();
-      for (const piece of built.pieces) {
-        const body = buildChunkConfigMap(plan, piece);
-        guard();
-        try {
-          await core.createNamespacedConfigMap({ namespace: view.namespace, body: body as V1ConfigMap });
-        } catch (error) {
-          if (!isConflict(error)) throw error;
-        }
-        const name = plan.spec.chunks[piece.index]!.name;
-        const back = await readConfigMap(core, view.namespace, name);
-        if (back !== undefined) readBack.set(name, back as ConfigMapObject);
-      }
-      const verified = verifyPublication(plan, (name) => readBack.get(name));
-      if (!verified.ok)
-        throw new Error(`plan chunk ${verified.failing} failed its read-back: ${verified.reason}`);
-      const committed = verified.publishedChunks;
-      const now = this.clock().toISOString();
-      guard();
-      plan = await ptah.replaceStatus<PtahSchemaPlan>('ptahschemaplans', view.namespace, plan.metadata.name, {
-        apiVersion: plan.apiVersion,
-        kind: plan.kind,
-        metadata: {
-          name: plan.metadata.name,
-          namespace: view.namespace,
-          resourceVersion: plan.metadata.resourceVersion,
-        },
-        status: {
-          publishedChunks: [...committed],
-          conditions: [
-            {
-              type: 'Ready',
-              status: 'True',
-              reason: 'Published',
-              message: 'every chunk was read back and verified',
-              lastTransitionTime: now,
-            },
-          ],
-        },
-      });
-    }
+    return { publication: { kind: 'PtahSchemaPlan', plan: built.plan, pieces: built.pieces } };
+  }
+
+  /** The status of a plan the decision's publication stored, or why it stored none. */
+  private publicationOutcome(outcome: PublicationOutcome): Pick<DecideInput, 'published' | 'publishRefused'> {
+    if (!outcome.ok) return { publishRefused: { reason: outcome.reason, message: outcome.message } };
+    const plan = outcome.plan as PtahSchemaPlan;
     const status: PlanStatus = {
       name: plan.metadata.name,
       uid: plan.metadata.uid!,
@@ -593,6 +555,10 @@ export class SchemaReconciler {
         : this.clock().toISOString(),
     };
     return { published: { plan: status } };
+  }
+
+  private writes(guard: WriteGuard): WriteDeps {
+    return { core: this.deps.core, ptah: this.deps.ptah, clock: this.clock, guard };
   }
 
   /** The target identity the applied plan binds; undefined when that plan is gone or was replaced. */

@@ -1,11 +1,13 @@
 /**
- * Resolve for a ConfigMap source, for either family: not a Job. The manager reads the source ConfigMap,
- * builds the immutable `ptah-src-<hash>` snapshot the resource owns and creates it once; an existing object
- * of that name that is not the exact snapshot is refused rather than read from. A source policy the resource
- * names is checked first, the ConfigMap's name and the size of its selected keys, so a refused source
- * writes no snapshot. Afterwards the snapshots nothing names any more are deleted.
+ * Resolve for a ConfigMap source, for either family: not a Job. The manager reads the source ConfigMap and
+ * builds the immutable `ptah-src-<hash>` snapshot the resource owns; when none exists yet, the resolution
+ * carries it, and the decision that records the resolution writes it first (a `writeSnapshot` action, see
+ * decision/durable-writes.ts). An existing object of that name that is not the exact snapshot is refused
+ * rather than read from. A source policy the resource names is checked first, the ConfigMap's name and the
+ * size of its selected keys, so a refused source writes no snapshot. Afterwards the snapshots nothing names
+ * any more are deleted.
  */
-import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ConfigMapObject } from '../../api/core.ts';
 import { LABELS, resourceLabel } from '../../api/meta.ts';
@@ -16,11 +18,16 @@ import {
   unusedSnapshots,
   type SnapshotOwner,
 } from '../../sources/snapshot-config-map.ts';
-import { isConflict, orUndefined, readConfigMap } from '../runtime/kube.ts';
+import { orUndefined, readConfigMap } from '../runtime/kube.ts';
 import { checkSource, configMapNameCheck, readSourcePolicy, selectedSizeCheck } from './source-policy.ts';
 
 export type ResolutionResult =
-  | { readonly ok: true; readonly value: Resolution }
+  | {
+      readonly ok: true;
+      readonly value: Resolution;
+      /** The snapshot `value` names, when it does not exist yet: written before the status that names it. */
+      readonly write?: ConfigMapObject;
+    }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 export async function resolveConfigMapSource(
@@ -29,7 +36,6 @@ export async function resolveConfigMapSource(
   source: ConfigMapSource | undefined,
   previous: Resolution | undefined,
   now: Date,
-  guard: () => void,
   sourcePolicyName?: string,
 ): Promise<ResolutionResult> {
   if (source === undefined)
@@ -59,14 +65,10 @@ export async function resolveConfigMapSource(
   );
   if (!sized.ok) return sized;
   const existing = await readConfigMap(core, namespace, snapshot.configMap.metadata.name);
-  if (existing === undefined) {
-    guard();
-    try {
-      await core.createNamespacedConfigMap({ namespace, body: snapshot.configMap as V1ConfigMap });
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-    }
-  } else if (existing.immutable !== true || !sameData(existing.binaryData, snapshot.configMap.binaryData)) {
+  if (
+    existing !== undefined &&
+    (existing.immutable !== true || !sameData(existing.binaryData, snapshot.configMap.binaryData))
+  ) {
     // A ConfigMap of that name that is not our exact snapshot: refuse rather than read from it.
     return {
       ok: false,
@@ -76,6 +78,7 @@ export async function resolveConfigMapSource(
   }
   return {
     ok: true,
+    ...(existing === undefined ? { write: snapshot.configMap } : {}),
     value: {
       sourceType: 'ConfigMap',
       configMapName: source.name,

@@ -8,17 +8,15 @@
  * plan was made under a policy that no longer admits what it was made from. A policy replaced in the
  * cluster that still admits the source retires the plan too, with the policy named.
  */
-import type { Resolution } from '../../api/ptah-schema.ts';
 import { artifactIdle, type ArtifactFamily, type ArtifactInput } from './artifact-steps.ts';
 import { recordResolution, recordTarget } from './record-resolution.ts';
+import type { ResolutionResult } from './resolve-source.ts';
 import { isSourcePolicyReason } from './source-policy.ts';
 
 export interface SourceStepInput {
   readonly coordinationDigest: string;
   readonly engine?: 'postgres' | 'mysql' | undefined;
-  readonly resolution:
-    | { readonly ok: true; readonly value: Resolution }
-    | { readonly ok: false; readonly reason: string; readonly message: string };
+  readonly resolution: ResolutionResult;
   readonly artifact?: ArtifactInput | undefined;
 }
 
@@ -53,5 +51,5 @@ export function sourceStep(
       'SourcePolicyChanged',
     );
   }
-  return recordResolution(b, input.resolution.value, input);
+  return recordResolution(b, input.resolution, input);
 }

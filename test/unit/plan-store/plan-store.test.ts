@@ -11,9 +11,8 @@ import {
 } from '../../../src/api/ptah-schema-plan.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../../src/plan-store/build-plan.ts';
 import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../../../src/plan-store/chunk-config-map.ts';
-import { reassemblePlan } from '../../../src/plan-store/reassemble-plan.ts';
+import { reassemblePlan, verifyPublication } from '../../../src/plan-store/reassemble-plan.ts';
 import { PlanSizeError, splitPlan } from '../../../src/plan-store/split-plan.ts';
-import { verifyPublication } from '../../../src/plan-store/verify-publication.ts';
 
 const schema = {
   apiVersion: 'operator.ptah.run/v1alpha1' as const,
@@ -261,5 +260,24 @@ describe('verifying publication', () => {
     });
     const r = verifyPublication({ ...plan, status: {} }, (n) => store.get(n));
     assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [name, 'DigestMismatch']);
+  });
+
+  // One verifier for every reader: the read-back holds the chunks to the whole plan exactly as an Apply will,
+  // so a plan whose chunks each match their own record but not the plan as a whole is never committed.
+  it('commits nothing when the chunks do not make up the plan their records describe', () => {
+    const { plan, store } = publish(bytesOf(MAX_CHUNK_BYTES * 2));
+    const unpublished = { ...plan, status: {} };
+    const wrongWhole = {
+      ...unpublished,
+      spec: { ...plan.spec, binding: { ...plan.spec.binding, planContentDigest: d('another plan') } },
+    };
+    const r1 = verifyPublication(wrongWhole, (n) => store.get(n));
+    assert.deepEqual(r1.ok ? undefined : [r1.failing, r1.reason], [plan.metadata.name, 'PlanDigestMismatch']);
+    const [first, second] = plan.spec.chunks;
+    const swapped = { ...unpublished, spec: { ...plan.spec, chunks: [second!, first!] } };
+    const r2 = verifyPublication(swapped, (n) => store.get(n));
+    assert.deepEqual(r2.ok ? undefined : [r2.failing, r2.reason], [second!.name, 'OrderMismatch']);
+    const apply = reassemblePlan({ ...swapped, status: plan.status! }, (n) => store.get(n));
+    assert.equal(apply.ok ? undefined : apply.reason, 'OrderMismatch', 'the Apply refuses it alike');
   });
 });

@@ -17,6 +17,8 @@ import type {
   UnresolvedRun,
 } from '../../../../src/controller/migration/model.ts';
 import { parseUnresolvedAnnotation } from '../../../../src/controller/migration/view.ts';
+import type { PlanPublication } from '../../../../src/controller/decision/durable-writes.ts';
+import type { PtahMigrationPlan } from '../../../../src/api/ptah-migration-plan.ts';
 import type {
   MigrationApplyOutputs,
   MigrationHistoryOutputs,
@@ -322,6 +324,39 @@ describe('migration decide: reading the history', () => {
     assert.equal(d.status.phase, 'Blocked');
     assert.equal(reasonOf(d, 'Blocked'), 'ApplyDisabled');
     assert.equal(d.status.plan, undefined);
+  });
+
+  it('a pending history publishes its plan first, as the only action, then records what was stored', () => {
+    const publication: PlanPublication = {
+      kind: 'PtahMigrationPlan',
+      plan: { metadata: { name: plan.name, namespace: 'ns' } } as PtahMigrationPlan,
+    };
+    const first = step(migration({}), T0);
+    const pass = input(migration(first.status), T0 + 1000, {
+      job: finished(),
+      harvest: frame(first.status.claim!, 'succeeded', { history: history() }),
+      publication,
+    });
+    const d = decideMigration(pass);
+    assert.deepEqual(d.pre, [{ kind: 'publishPlan', publication }]);
+    assert.deepEqual([d.post, d.events, d.status], [[], [], first.status], 'nothing else, status unchanged');
+    const after = decideMigration({ ...pass, published: plan });
+    assert.equal(after.pre.filter((a) => a.kind === 'publishPlan').length, 0, 'published once');
+    assert.deepEqual(after.status.plan, plan);
+    const never = spec({}, { apply: 'Never' });
+    const blocked = decideMigration({ ...pass, migration: migration(first.status, never) });
+    assert.equal(blocked.pre.filter((a) => a.kind === 'publishPlan').length, 0, 'apply Never publishes none');
+  });
+
+  it('a snapshot not yet written is written before the status that first names it', () => {
+    const snapshot = { metadata: { name: resolution().value.snapshotName, namespace: 'ns' } };
+    const d = decideMigration(input(migration({}), T0, { resolution: { ...resolution(), write: snapshot } }));
+    assert.deepEqual(
+      d.pre.filter((a) => a.kind === 'writeSnapshot'),
+      [{ kind: 'writeSnapshot', configMap: snapshot }],
+    );
+    assert.equal(d.status.resolution?.snapshotName, snapshot.metadata.name);
+    assert.equal(step(migration({}), T0).pre.filter((a) => a.kind === 'writeSnapshot').length, 0);
   });
 
   it('a plan that could not be published is Failed and retried at the retry interval', () => {

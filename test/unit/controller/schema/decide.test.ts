@@ -3,6 +3,8 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { RunnerResult } from '../../../../src/protocol/result.ts';
 import { decide, type DecideInput, type Decision } from '../../../../src/controller/schema/decide.ts';
+import type { PlanPublication } from '../../../../src/controller/decision/durable-writes.ts';
+import type { PtahSchemaPlan } from '../../../../src/api/ptah-schema-plan.ts';
 import type {
   ApprovalView,
   Claim,
@@ -1206,6 +1208,66 @@ describe('schema lifecycle decision', () => {
         d.status.conditions?.find((c) => c.type === 'ReconciliationFailed')?.reason,
         'PlanBindingIncomplete',
       );
+    });
+  });
+
+  describe('durable writes are actions of the decision', () => {
+    const publication: PlanPublication = {
+      kind: 'PtahSchemaPlan',
+      plan: { metadata: { name: 'ptah-plan-1', namespace: 'ns' } } as PtahSchemaPlan,
+      pieces: [
+        {
+          name: 'ptah-plan-1-000',
+          index: 0,
+          size: 1,
+          digest: digest('p') as `sha256:${string}`,
+          bytes: Buffer.from('x'),
+        },
+      ],
+    };
+
+    it('a Plan with changes publishes first, as its only action, and the status records what was stored', () => {
+      let s = schema(decide(input(schema({}), T0)).status);
+      s = schema(runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift })).status);
+      const harvest = result(s.status.claim!, 'succeeded', { plan: changes });
+      const finishedPass = input(s, T0 + 3000, { job: finished, harvest, publication });
+      const d = decide(finishedPass);
+      assert.deepEqual(d.pre, [{ kind: 'publishPlan', publication }]);
+      assert.deepEqual([d.post, d.events, d.status], [[], [], s.status], 'nothing else, status unchanged');
+      const after = decide({ ...finishedPass, published: { plan: publishedPlan() } });
+      assert.equal(after.pre.filter((a) => a.kind === 'publishPlan').length, 0, 'published once');
+      assert.equal(after.status.plan?.uid, publishedPlan().uid);
+      assert.ok(after.events.some((e) => e.reason === 'PlanPublished'));
+      const refused = decide({ ...finishedPass, publishRefused: { reason: 'PlanNameTaken', message: 'm' } });
+      assert.equal(refused.pre.filter((a) => a.kind === 'publishPlan').length, 0);
+      assert.equal(refused.status.phase, 'Failed');
+    });
+
+    it('a Plan that finds no changes publishes nothing', () => {
+      let s = schema(decide(input(schema({}), T0)).status);
+      s = schema(runClaim(s, T0, result(s.status.claim!, 'succeeded', { drift })).status);
+      const harvest = result(s.status.claim!, 'succeeded', { plan: noChanges });
+      const d = decide(input(s, T0 + 3000, { job: finished, harvest, publication }));
+      assert.equal(d.pre.filter((a) => a.kind === 'publishPlan').length, 0);
+    });
+
+    it('a snapshot not yet written is written before the status that first names it, and only then', () => {
+      const snapshot = { metadata: { name: resolution().value.snapshotName, namespace: 'ns' } };
+      const d = decide(input(schema({}), T0, { resolution: { ...resolution(), write: snapshot } }));
+      assert.deepEqual(
+        d.pre.filter((a) => a.kind === 'writeSnapshot'),
+        [{ kind: 'writeSnapshot', configMap: snapshot }],
+      );
+      assert.equal(d.status.resolution?.snapshotName, snapshot.metadata.name);
+      assert.equal(d.status.claim?.snapshotName, snapshot.metadata.name);
+      const written = decide(input(schema({}), T0));
+      assert.equal(written.pre.filter((a) => a.kind === 'writeSnapshot').length, 0, 'it exists: no write');
+      const failed = decide(
+        input(schema({}), T0, {
+          resolution: { ok: false, reason: 'SourceNotFound', message: 'ConfigMap schema does not exist' },
+        }),
+      );
+      assert.equal(failed.pre.filter((a) => a.kind === 'writeSnapshot').length, 0);
     });
   });
 
