@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { BOUND_RELEASE_FIELDS, type ExecutionBinding } from '../api/ptah-schema.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
+import { fenceRecordedVersion } from './stored-state-fence.ts';
 
 export type BoundReleases = Omit<ExecutionBinding, 'epoch'>;
 
@@ -39,13 +40,15 @@ function changedReleases(recorded: BoundReleases, live: BoundReleases): (keyof B
 
 /**
  * The binding a resource is under now: the recorded epoch while every bound release is the one it recorded,
- * otherwise a new epoch (the status write that records it is what retires the old one).
+ * otherwise a new epoch (the status write that records it is what retires the old one). Throws
+ * `StoredStateNewer` when a newer controller-state version recorded it: the pass then writes nothing.
  */
 export function currentExecutionBinding(
   recorded: ExecutionBinding | undefined,
   manager: ManagerIdentity,
   mint: () => string = newExecutionEpoch,
 ): ExecutionBinding {
+  fenceRecordedVersion(recorded?.controllerStateVersion, manager.controllerStateVersion);
   const live = boundReleases(manager);
   if (recorded !== undefined && changedReleases(recorded, live).length === 0)
     return { ...live, epoch: recorded.epoch };

@@ -18,6 +18,7 @@
  * SIGTERM or SIGINT stops the workers after the keys in flight and exits 0; losing leadership exits 1.
  */
 import { readFileSync } from 'node:fs';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { kubernetesApprovalSubjects } from '../admission/approval-subjects.ts';
@@ -26,6 +27,7 @@ import { approvalWebhooks, controllerWebhooks } from '../admission/webhooks.ts';
 import { reloadCertificateOnChange } from '../admission/certificate-reload.ts';
 import { controllerWriteSources, managerUsername } from './admission-sources.ts';
 import { CONTROLLER_STATE_VERSION } from '../api/meta.ts';
+import { fenceRefusal, scanStoredState } from './stored-state-fence.ts';
 import { Manager } from './manager.ts';
 import { SharedConnectionKubeConfig } from './runtime/kube-config.ts';
 import { parseBindAddress, startMetricsServer, type MetricsServer } from './metrics/metrics-server.ts';
@@ -82,6 +84,12 @@ let webhooks: AdmissionServer | undefined;
 let stopCertificateReload: (() => void) | undefined;
 let metricsServer: MetricsServer | undefined;
 try {
+  // Before anything is served or reconciled: a manager older than the stored state refuses to run.
+  const newer = await scanStoredState(kubeConfig.makeApiClient(CustomObjectsApi), CONTROLLER_STATE_VERSION);
+  if (newer.length > 0) {
+    log.fatal({ newer: newer.slice(0, 5) }, fenceRefusal(newer, CONTROLLER_STATE_VERSION));
+    process.exit(1);
+  }
   // Webhooks first: admission must answer even while this replica waits for leadership.
   if (env['PTAH_WEBHOOK_CERT_FILE'] && env['PTAH_WEBHOOK_KEY_FILE']) {
     const files = { certFile: env['PTAH_WEBHOOK_CERT_FILE'], keyFile: env['PTAH_WEBHOOK_KEY_FILE'] };

@@ -3,9 +3,13 @@
 // rollback to identical values is a change of its own), so the only plan that ever applies is one computed
 // under the epoch running now.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import * as k8s from '@kubernetes/client-node';
+import { CONTROLLER_STATE_VERSION } from '../../src/api/meta.ts';
 import { EXECUTION_EPOCH_PATTERN, type PtahSchema } from '../../src/api/ptah-schema.ts';
 import {
+  at,
   createApproval,
   declareSchema,
   dumpDebug,
@@ -123,5 +127,59 @@ describe('execution binding epochs across manager releases', { skip }, () => {
     });
     assert.equal(applied.status!.executionBinding!.epoch, third.epoch);
     assert.equal(statementsIn(e, 'epochs_db', CREATED).length, 1);
+  });
+
+  it('a manager older than the stored state refuses to start, naming the object, and writes nothing', async () => {
+    const e = e2e();
+    const before = await getSchema(e, 'epochs');
+    const recorded = before.status!.executionBinding!;
+    // State a newer release wrote: only the manager's ServiceAccount may write status (the status guard).
+    const asManager = new k8s.KubeConfig();
+    asManager.loadFromFile(e.env.controlPlane.kubeconfigs.manager);
+    const writeStatus = async (status: PtahSchema['status']) => {
+      const current = await getSchema(e, 'epochs');
+      await asManager.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObjectStatus({
+        ...at(e, 'ptahschemas'),
+        name: 'epochs',
+        body: { ...current, status },
+      });
+    };
+    await e.manager?.stop(5_000);
+    const newer = CONTROLLER_STATE_VERSION + 1;
+    await writeStatus({
+      ...before.status!,
+      executionBinding: { ...recorded, controllerStateVersion: newer },
+    });
+    const written = await getSchema(e, 'epochs');
+
+    const refused = await e.startManager(RELEASE_A);
+    await eventually('the older manager exits', async () => (refused.exited() ? true : undefined), 60_000);
+    assert.equal(refused.child.exitCode, 1);
+    const log = readFileSync(refused.logFile, 'utf8');
+    assert.match(
+      log,
+      new RegExp(
+        `refusing to start: PtahSchema ${e.namespace}/epochs \\(version ${newer}\\) hold state written by a newer controller-state version than this manager's ${CONTROLLER_STATE_VERSION}`,
+      ),
+    );
+    assert.match(log, new RegExp(`Roll forward to a release of controller-state version ${newer} or later`));
+    assert.doesNotMatch(log, /webhooks serving|reconciled/, 'nothing served or reconciled before the fence');
+    const untouched = await getSchema(e, 'epochs');
+    assert.equal(untouched.metadata.resourceVersion, written.metadata.resourceVersion, 'nothing written');
+
+    // Rolled forward (here: the state as this release wrote it), the same manager runs and keeps its epoch.
+    await writeStatus(before.status);
+    await e.startManager(RELEASE_A);
+    const resumed = await eventually(
+      'the manager runs again and the schema is InSync under the recorded epoch',
+      async () => {
+        const s = await getSchema(e, 'epochs');
+        return s.status?.phase === 'InSync' && s.status.observedGeneration === s.metadata.generation
+          ? s
+          : undefined;
+      },
+      120_000,
+    );
+    assert.equal(resumed.status!.executionBinding!.epoch, recorded.epoch);
   });
 });
