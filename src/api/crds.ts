@@ -226,11 +226,26 @@ export function buildCrd(def: KindDefinition): CustomResourceDefinition {
     description: def.description,
     type: 'object',
     properties: {
-      apiVersion: { type: 'string' },
-      kind: { type: 'string' },
+      apiVersion: {
+        type: 'string',
+        description:
+          'The versioned schema of this representation of an object; servers convert recognized schemas to the latest internal value.',
+      },
+      kind: {
+        type: 'string',
+        description:
+          'The REST resource this object represents, in CamelCase; servers infer it from the endpoint.',
+      },
       metadata: { type: 'object' },
-      spec: openApi(def.spec),
-      ...(def.status !== undefined ? { status: openApi(def.status) } : {}),
+      spec: { description: `What this ${def.kind} declares; written by people.`, ...openApi(def.spec) },
+      ...(def.status !== undefined
+        ? {
+            status: {
+              description: `What the operator observed and decided about this ${def.kind}; written only by the operator.`,
+              ...openApi(def.status),
+            },
+          }
+        : {}),
     },
     required: ['spec'],
   };

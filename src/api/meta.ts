@@ -47,6 +47,15 @@ export const timestamp = (description: string) => string({ description, format: 
 export const objectRef = (description: string) =>
   object({ name: objectName('Name of the object.'), uid: uid('UID of the object.') }, { description });
 
+/** status.observedGeneration of every kind. */
+export const observedGeneration = optional(
+  integer({
+    description: 'The metadata.generation the manager last acted on; older than the resource means not yet.',
+    format: 'int64',
+    minimum: 0,
+  }),
+);
+
 /** metav1.Condition, as Kubernetes declares it. */
 export const condition = object({
   type: string({
@@ -55,9 +64,20 @@ export const condition = object({
       '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     maxLength: 316,
   }),
-  status: enumOf(['True', 'False', 'Unknown']),
-  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
-  lastTransitionTime: string({ format: 'date-time' }),
+  status: enumOf(['True', 'False', 'Unknown'], {
+    description: 'Whether the condition holds: True, False, or Unknown when it could not be judged.',
+  }),
+  observedGeneration: optional(
+    integer({
+      description: 'The metadata.generation the condition judged; older than the resource means stale.',
+      format: 'int64',
+      minimum: 0,
+    }),
+  ),
+  lastTransitionTime: string({
+    description: 'When the status last changed (not when the condition was last written).',
+    format: 'date-time',
+  }),
   reason: string({
     description: 'Stable machine-readable reason; consumers match (type, status, reason).',
     pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',

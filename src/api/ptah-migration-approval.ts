@@ -4,9 +4,18 @@
  * names one unresolved run by its operation id and says the person has settled the database by hand. Who
  * decided and when is stamped by mutating admission, replacing whatever a client wrote.
  */
-import { API_GROUP, conditions, digest, objectRef, timestamp, uid, type ObjectMeta } from './meta.ts';
+import {
+  API_GROUP,
+  conditions,
+  digest,
+  objectRef,
+  observedGeneration,
+  timestamp,
+  uid,
+  type ObjectMeta,
+} from './meta.ts';
 import { approver } from './ptah-schema-approval.ts';
-import { integer, object, optional, type Infer } from './schema-dsl.ts';
+import { object, optional, type Infer } from './schema-dsl.ts';
 
 export const ptahMigrationApprovalSpec = object(
   {
@@ -24,7 +33,7 @@ export const ptahMigrationApprovalSpec = object(
 export type PtahMigrationApprovalSpec = Infer<typeof ptahMigrationApprovalSpec>;
 
 const decisionStatus = object({
-  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
+  observedGeneration,
   conditions: optional(conditions),
 });
 

@@ -10,7 +10,7 @@ import {
   historyVersion,
   migrationVersion,
 } from './ptah-migration.ts';
-import { EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
+import { boundReleases, EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
 import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
 
 /** The migration plan contract this release writes and the only one it accepts. 2: the execution binding epoch. */
@@ -36,49 +36,52 @@ export const plannedMigration = object({
 });
 export type PlannedMigration = Infer<typeof plannedMigration>;
 
-export const migrationPlanBinding = object({
-  contractVersion: integer({
-    minimum: MIGRATION_PLAN_CONTRACT_VERSION,
-    maximum: MIGRATION_PLAN_CONTRACT_VERSION,
-  }),
-  migrationUID: uid('UID of the PtahMigration; a reused name is another resource.'),
-  sourceType: enumOf(SOURCE_TYPES),
-  configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
-  verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
-  verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
-  sourcePolicyUID: optional(
-    uid('UID of the source policy, for a ConfigMap or Git source that names one in spec.sourcePolicyFrom.'),
-  ),
-  sourcePolicyDigest: optional(
-    digest('SHA-256 of the source policy data: an edit to the policy retires the plan.'),
-  ),
-  sourceDigest: optional(
-    digest(
-      'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',
+export const migrationPlanBinding = object(
+  {
+    contractVersion: integer({
+      minimum: MIGRATION_PLAN_CONTRACT_VERSION,
+      maximum: MIGRATION_PLAN_CONTRACT_VERSION,
+      description: 'Version of the plan contract: which bindings a plan carries and how they are checked.',
+    }),
+    migrationUID: uid('UID of the PtahMigration; a reused name is another resource.'),
+    sourceType: enumOf(SOURCE_TYPES, {
+      description: 'Which source the files came from: ConfigMap, OCI or Git.',
+    }),
+    configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
+    verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
+    verificationPolicyDigest: optional(
+      digest('SHA-256 of the verification policy bytes, for an OCI source.'),
     ),
-  ),
-  contentDigest: digest('Content digest of the migration files.'),
-  coordinationDigest: digest('Digest of the database realm.'),
-  targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
-  historyFingerprint: digest('Fingerprint of the history the sequence was selected against.'),
-  currentVersion: historyVersion('The version the history stood at; 0 for an empty history.'),
-  transactionMode: enumOf(TRANSACTION_MODES, {
-    description:
-      'spec.policy.transactionMode, unset included: a sequence under another wrapping is another run.',
-  }),
-  executionEpoch: string({
-    pattern: EXECUTION_EPOCH_PATTERN,
-    maxLength: 35,
-    description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
-  }),
-  managerImage: string({ maxLength: 512 }),
-  managerRevision: string({ maxLength: 128 }),
-  controllerStateVersion: integer({ minimum: 1 }),
-  ptahVersion: string({ maxLength: 128 }),
-  runnerImage: string({ maxLength: 512 }),
-  runnerProtocolVersion: integer({ minimum: 1 }),
-  dialect: enumOf(['postgres', 'mysql']),
-});
+    sourcePolicyUID: optional(
+      uid('UID of the source policy, for a ConfigMap or Git source that names one in spec.sourcePolicyFrom.'),
+    ),
+    sourcePolicyDigest: optional(
+      digest('SHA-256 of the source policy data: an edit to the policy retires the plan.'),
+    ),
+    sourceDigest: optional(
+      digest(
+        'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',
+      ),
+    ),
+    contentDigest: digest('Content digest of the migration files.'),
+    coordinationDigest: digest('Digest of the database realm.'),
+    targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
+    historyFingerprint: digest('Fingerprint of the history the sequence was selected against.'),
+    currentVersion: historyVersion('The version the history stood at; 0 for an empty history.'),
+    transactionMode: enumOf(TRANSACTION_MODES, {
+      description:
+        'spec.policy.transactionMode, unset included: a sequence under another wrapping is another run.',
+    }),
+    executionEpoch: string({
+      pattern: EXECUTION_EPOCH_PATTERN,
+      maxLength: 35,
+      description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
+    }),
+    ...boundReleases,
+    dialect: enumOf(['postgres', 'mysql'], { description: 'The SQL dialect the plan is written in.' }),
+  },
+  { description: 'Every input the plan was computed from; an Apply runs only while each still holds.' },
+);
 export type MigrationPlanBinding = Infer<typeof migrationPlanBinding>;
 
 export const ptahMigrationPlanSpec = object(
@@ -100,6 +103,8 @@ export const ptahMigrationPlanSpec = object(
     }),
   },
   {
+    description:
+      'An immutable plan: the pending migrations in the order an Apply runs them, bound to its inputs.',
     validations: [
       { rule: 'self == oldSelf', message: 'a plan is immutable' },
       {
@@ -111,7 +116,10 @@ export const ptahMigrationPlanSpec = object(
 );
 export type PtahMigrationPlanSpec = Infer<typeof ptahMigrationPlanSpec>;
 
-export const ptahMigrationPlanStatus = object({ conditions: optional(conditions) });
+export const ptahMigrationPlanStatus = object(
+  { conditions: optional(conditions) },
+  { description: 'Conditions the operator reports on the plan.' },
+);
 export type PtahMigrationPlanStatus = Infer<typeof ptahMigrationPlanStatus>;
 
 export interface PtahMigrationPlan {

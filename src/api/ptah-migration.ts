@@ -9,6 +9,7 @@ import {
   digest,
   objectName,
   objectRef,
+  observedGeneration,
   timestamp,
   uid,
   type ObjectMeta,
@@ -34,6 +35,7 @@ import {
   array,
   boolean,
   defaulted,
+  described,
   enumOf,
   integer,
   object,
@@ -150,16 +152,28 @@ export type MigrationPolicySpec = Infer<typeof migrationPolicy>;
 
 export const ptahMigrationSpec = object(
   {
-    target,
-    desired: desiredSource,
+    target: described(target, 'The database whose history this resource reads and migrates.'),
+    desired: described(
+      desiredSource,
+      'Where the versioned migration files are read from: exactly one of configMap, oci and git.',
+    ),
     verificationPolicyFrom: optional(verificationPolicyFrom),
     sourcePolicyFrom: optional(sourcePolicyFrom),
-    policy: defaulted(migrationPolicy, {} as MigrationPolicySpec),
+    policy: defaulted(
+      described(migrationPolicy, 'What may be applied and how: approval and transaction wrapping.'),
+      {} as MigrationPolicySpec,
+    ),
     interval: defaulted(boundedDuration('How often the history is read again.', '10s', '24h'), '10m'),
-    execution: defaulted(execution, {} as Infer<typeof execution>),
+    execution: defaulted(
+      described(execution, 'How operation Jobs run: deadlines and the retry interval.'),
+      {} as Infer<typeof execution>,
+    ),
     suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
   },
-  { validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE] },
+  {
+    description: 'The database to migrate, the migration files, and the policy for applying them.',
+    validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE],
+  },
 );
 export type PtahMigrationSpec = Infer<typeof ptahMigrationSpec>;
 
@@ -169,30 +183,43 @@ export type MigrationClaim = Infer<typeof migrationClaim>;
 export const migrationJournal = journalOf(MIGRATION_OPERATION_TYPES);
 export type MigrationJournal = Infer<typeof migrationJournal>;
 
-export const history = object({
-  observedAt: timestamp('When the history was read.'),
-  contractVersion: integer({ minimum: 1, maximum: 1024 }),
-  verdict: enumOf(HISTORY_VERDICTS, { description: 'What the reading says, never a guess.' }),
-  currentVersion: optional(historyVersion('The highest version applied; 0 on an empty history.')),
-  checkpointVersion: optional(
-    migrationVersion('The checkpoint a bootstrap applied; it covers lower versions.'),
-  ),
-  appliedCount: integer({ minimum: 0 }),
-  pendingCount: integer({ minimum: 0, description: "Ptah's own pending selection, not a subtraction." }),
-  fingerprint: digest('Fingerprint of the history read; a plan is bound to it.'),
-  targetIdentityDigest: digest('Credential-free identity of the database read.'),
-  dirty: boolean({ description: 'Whether the revision table records a run that did not finish.' }),
-  modifiedVersions: optional(versionList('Applied versions whose checksum no longer matches the files.')),
-  outOfOrderVersions: optional(versionList('Pending versions below one already applied.')),
-});
+const jobName = (description: string) =>
+  string({ description, pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 });
+
+export const history = object(
+  {
+    observedAt: timestamp('When the history was read.'),
+    contractVersion: integer({
+      minimum: 1,
+      maximum: 1024,
+      description: 'Version of the history report the runner wrote.',
+    }),
+    verdict: enumOf(HISTORY_VERDICTS, { description: 'What the reading says, never a guess.' }),
+    currentVersion: optional(historyVersion('The highest version applied; 0 on an empty history.')),
+    checkpointVersion: optional(
+      migrationVersion('The checkpoint a bootstrap applied; it covers lower versions.'),
+    ),
+    appliedCount: integer({ minimum: 0, description: 'Migrations the revision table records as applied.' }),
+    pendingCount: integer({ minimum: 0, description: "Ptah's own pending selection, not a subtraction." }),
+    fingerprint: digest('Fingerprint of the history read; a plan is bound to it.'),
+    targetIdentityDigest: digest('Credential-free identity of the database read.'),
+    dirty: boolean({ description: 'Whether the revision table records a run that did not finish.' }),
+    modifiedVersions: optional(versionList('Applied versions whose checksum no longer matches the files.')),
+    outOfOrderVersions: optional(versionList('Pending versions below one already applied.')),
+  },
+  { description: 'The last reading of the revision table: its verdict and counts, no SQL.' },
+);
 export type MigrationHistory = Infer<typeof history>;
 
-export const migrationPlanStatus = object({
-  name: objectName('The current PtahMigrationPlan.'),
-  uid: uid('UID of the plan.'),
-  fingerprint: digest('Fingerprint an approval must name.'),
-  createdAt: timestamp('When the plan was published.'),
-});
+export const migrationPlanStatus = object(
+  {
+    name: objectName('The current PtahMigrationPlan.'),
+    uid: uid('UID of the plan.'),
+    fingerprint: digest('Fingerprint an approval must name.'),
+    createdAt: timestamp('When the plan was published.'),
+  },
+  { description: 'The current plan: published, waiting for approval or to be applied.' },
+);
 export type MigrationPlanStatus = Infer<typeof migrationPlanStatus>;
 
 export const runFailure = object(
@@ -213,30 +240,35 @@ export const runFailure = object(
 );
 export type RunFailure = Infer<typeof runFailure>;
 
-export const lastRun = object({
-  outcome: enumOf(RUN_OUTCOMES),
-  operationId: digest('The Apply operation that ran.'),
-  jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
-  jobUID: optional(uid('UID of the Job.')),
-  planRef: optional(objectRef('The plan run.')),
-  startedAt: timestamp('When the run was dispatched.'),
-  finishedAt: timestamp('When its outcome was read.'),
-  appliedVersions: optional(
-    array(migrationVersion('A version applied.'), {
-      description: 'The versions the run applied, in order.',
-      maxItems: MAX_PLAN_MIGRATIONS,
-      listType: 'atomic',
-    }),
-  ),
-  failure: optional(runFailure),
-});
+export const lastRun = object(
+  {
+    outcome: enumOf(RUN_OUTCOMES, { description: 'How the run ended.' }),
+    operationId: digest('The Apply operation that ran.'),
+    jobName: jobName('The Job the run executed in.'),
+    jobUID: optional(uid('UID of the Job.')),
+    planRef: optional(objectRef('The plan run.')),
+    startedAt: timestamp('When the run was dispatched.'),
+    finishedAt: timestamp('When its outcome was read.'),
+    appliedVersions: optional(
+      array(migrationVersion('A version applied.'), {
+        description: 'The versions the run applied, in order.',
+        maxItems: MAX_PLAN_MIGRATIONS,
+        listType: 'atomic',
+      }),
+    ),
+    failure: optional(runFailure),
+  },
+  { description: 'The last migration run: its outcome, the versions it applied, where it stopped.' },
+);
 export type LastRun = Infer<typeof lastRun>;
 
 export const unresolvedRun = object(
   {
-    outcome: enumOf(UNRESOLVED_OUTCOMES),
+    outcome: enumOf(UNRESOLVED_OUTCOMES, {
+      description: 'Partial or Unknown: the database may hold part of the run.',
+    }),
     operationId: digest('The operation an acknowledgment must name.'),
-    jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+    jobName: jobName('The Job the run executed in.'),
     jobUID: optional(uid('UID of the Job.')),
     planRef: optional(objectRef('The plan the run executed.')),
     targetIdentityDigest: optional(digest('The database the run reached; only its history can settle it.')),
@@ -246,18 +278,25 @@ export const unresolvedRun = object(
 );
 export type UnresolvedRun = Infer<typeof unresolvedRun>;
 
-export const resolvedRun = object({
-  operationId: digest('The run settled.'),
-  outcome: enumOf(UNRESOLVED_OUTCOMES),
-  resolution: enumOf(['Acknowledged', 'HistoryRead']),
-  acknowledgmentRef: optional(objectRef('The acknowledgment that settled it.')),
-  acknowledgedBy: optional(approver),
-  resolvedAt: timestamp('When it was settled.'),
-});
+export const resolvedRun = object(
+  {
+    operationId: digest('The run settled.'),
+    outcome: enumOf(UNRESOLVED_OUTCOMES, {
+      description: 'How the settled run had ended: Partial or Unknown.',
+    }),
+    resolution: enumOf(['Acknowledged', 'HistoryRead'], {
+      description: 'What settled it: a person acknowledged it, or a history reading showed nothing pending.',
+    }),
+    acknowledgmentRef: optional(objectRef('The acknowledgment that settled it.')),
+    acknowledgedBy: optional(approver),
+    resolvedAt: timestamp('When it was settled.'),
+  },
+  { description: 'The unresolved run last settled, and how.' },
+);
 export type ResolvedRun = Infer<typeof resolvedRun>;
 
 export const ptahMigrationStatus = object({
-  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
+  observedGeneration,
   phase: optional(enumOf(MIGRATION_PHASES, { description: 'Where the resource is in its lifecycle.' })),
   conditions: optional(conditions),
   executionBinding: optional(executionBinding),

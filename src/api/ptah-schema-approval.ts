@@ -3,8 +3,17 @@
  * name, UID and fingerprint; who decided and when is stamped by mutating admission from the authenticated
  * request, replacing whatever a client wrote.
  */
-import { API_GROUP, conditions, digest, objectRef, timestamp, uid, type ObjectMeta } from './meta.ts';
-import { array, integer, object, optional, string, type Infer } from './schema-dsl.ts';
+import {
+  API_GROUP,
+  conditions,
+  digest,
+  objectRef,
+  observedGeneration,
+  timestamp,
+  uid,
+  type ObjectMeta,
+} from './meta.ts';
+import { array, object, optional, string, type Infer } from './schema-dsl.ts';
 
 export const approver = object(
   {
@@ -38,7 +47,7 @@ export const ptahSchemaApprovalSpec = object(
 export type PtahSchemaApprovalSpec = Infer<typeof ptahSchemaApprovalSpec>;
 
 export const ptahSchemaApprovalStatus = object({
-  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
+  observedGeneration,
   conditions: optional(conditions),
 });
 export type PtahSchemaApprovalStatus = Infer<typeof ptahSchemaApprovalStatus>;

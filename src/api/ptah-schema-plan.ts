@@ -4,7 +4,7 @@
  * alone and compared with one recomputed from live inputs.
  */
 import { API_GROUP, conditions, digest, objectName, objectRef, uid, type ObjectMeta } from './meta.ts';
-import { EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
+import { boundReleases, EXECUTION_EPOCH_PATTERN, SOURCE_TYPES } from './ptah-schema.ts';
 import { array, boolean, enumOf, integer, object, optional, string, type Infer } from './schema-dsl.ts';
 
 /** Plan storage limits. The chunk count is derived so storage never advertises more than the runner executes. */
@@ -18,53 +18,65 @@ export const MAX_PLAN_CHUNKS = Math.ceil(MAX_PLAN_BYTES / MAX_CHUNK_BYTES);
  */
 export const PLAN_CONTRACT_VERSION = 3;
 
-export const planBinding = object({
-  contractVersion: integer({ minimum: PLAN_CONTRACT_VERSION, maximum: PLAN_CONTRACT_VERSION }),
-  schemaUID: uid('UID of the PtahSchema; a reused name is another resource.'),
-  planContentDigest: digest('SHA-256 of the plan bytes.'),
-  sourceType: enumOf(SOURCE_TYPES),
-  configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
-  verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
-  verificationPolicyDigest: optional(digest('SHA-256 of the verification policy bytes, for an OCI source.')),
-  sourcePolicyUID: optional(
-    uid('UID of the source policy, for a ConfigMap or Git source that names one in spec.sourcePolicyFrom.'),
-  ),
-  sourcePolicyDigest: optional(
-    digest('SHA-256 of the source policy data: an edit to the policy retires the plan.'),
-  ),
-  sourceDigest: optional(
-    digest(
-      'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',
+export const planBinding = object(
+  {
+    contractVersion: integer({
+      minimum: PLAN_CONTRACT_VERSION,
+      maximum: PLAN_CONTRACT_VERSION,
+      description: 'Version of the plan contract: which bindings a plan carries and how they are checked.',
+    }),
+    schemaUID: uid('UID of the PtahSchema; a reused name is another resource.'),
+    planContentDigest: digest('SHA-256 of the plan bytes.'),
+    sourceType: enumOf(SOURCE_TYPES, {
+      description: 'Which source the files came from: ConfigMap, OCI or Git.',
+    }),
+    configMapUID: optional(uid('UID of the source ConfigMap, for a ConfigMap source.')),
+    verificationPolicyUID: optional(uid('UID of the verification policy, for an OCI source.')),
+    verificationPolicyDigest: optional(
+      digest('SHA-256 of the verification policy bytes, for an OCI source.'),
     ),
-  ),
-  contentDigest: digest('Content digest of the source files.'),
-  coordinationDigest: digest('Digest of the database realm.'),
-  targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
-  observedStateFingerprint: digest('Fingerprint of the database state the plan was computed from.'),
-  desiredStateFingerprint: digest('Fingerprint of the declared state.'),
-  policyFingerprint: digest('Digest of the normalised spec.policy.'),
-  executionEpoch: string({
-    pattern: EXECUTION_EPOCH_PATTERN,
-    maxLength: 35,
-    description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
-  }),
-  managerImage: string({ maxLength: 512 }),
-  managerRevision: string({ maxLength: 128 }),
-  controllerStateVersion: integer({ minimum: 1 }),
-  ptahVersion: string({ maxLength: 128 }),
-  runnerImage: string({ maxLength: 512 }),
-  runnerProtocolVersion: integer({ minimum: 1 }),
-  dialect: enumOf(['postgres', 'mysql']),
-  destructive: boolean(),
-  statementCount: integer({ minimum: 1 }),
-});
+    sourcePolicyUID: optional(
+      uid('UID of the source policy, for a ConfigMap or Git source that names one in spec.sourcePolicyFrom.'),
+    ),
+    sourcePolicyDigest: optional(
+      digest('SHA-256 of the source policy data: an edit to the policy retires the plan.'),
+    ),
+    sourceDigest: optional(
+      digest(
+        'SHA-256 of the repository URL and the path, for a Git source: another repository or path retires the plan.',
+      ),
+    ),
+    contentDigest: digest('Content digest of the source files.'),
+    coordinationDigest: digest('Digest of the database realm.'),
+    targetIdentityDigest: digest('Credential-free identity of the route to the database.'),
+    observedStateFingerprint: digest('Fingerprint of the database state the plan was computed from.'),
+    desiredStateFingerprint: digest('Fingerprint of the declared state.'),
+    policyFingerprint: digest('Digest of the normalised spec.policy.'),
+    executionEpoch: string({
+      pattern: EXECUTION_EPOCH_PATTERN,
+      maxLength: 35,
+      description: 'The execution binding epoch the plan was computed under; a retired epoch never applies.',
+    }),
+    ...boundReleases,
+    dialect: enumOf(['postgres', 'mysql'], { description: 'The SQL dialect the plan is written in.' }),
+    destructive: boolean({
+      description: 'Whether the plan drops or narrows something; then approval is required.',
+    }),
+    statementCount: integer({ minimum: 1, description: 'Number of SQL statements in the plan.' }),
+  },
+  { description: 'Every input the plan was computed from; an Apply runs only while each still holds.' },
+);
 export type PlanBinding = Infer<typeof planBinding>;
 
 export const planChunk = object({
   name: objectName('Immutable ConfigMap holding the chunk.'),
-  index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1 }),
+  index: integer({
+    minimum: 0,
+    maximum: MAX_PLAN_CHUNKS - 1,
+    description: 'Position of the chunk in the plan.',
+  }),
   digest: digest('SHA-256 of the chunk bytes.'),
-  size: integer({ minimum: 1, maximum: MAX_CHUNK_BYTES }),
+  size: integer({ minimum: 1, maximum: MAX_CHUNK_BYTES, description: 'Bytes in the chunk.' }),
 });
 export type PlanChunk = Infer<typeof planChunk>;
 
@@ -73,10 +85,16 @@ export const ptahSchemaPlanSpec = object(
     schemaRef: objectRef('The PtahSchema the plan belongs to.'),
     fingerprint: digest('SHA-256 of the canonical binding; what an approval names.'),
     binding: planBinding,
-    size: integer({ minimum: 1, maximum: MAX_PLAN_BYTES }),
-    chunks: array(planChunk, { minItems: 1, maxItems: MAX_PLAN_CHUNKS, listType: 'atomic' }),
+    size: integer({ minimum: 1, maximum: MAX_PLAN_BYTES, description: 'Bytes in the whole plan.' }),
+    chunks: array(planChunk, {
+      description: 'The chunks the plan bytes are stored in, in order; each checked by size and digest.',
+      minItems: 1,
+      maxItems: MAX_PLAN_CHUNKS,
+      listType: 'atomic',
+    }),
   },
   {
+    description: 'An immutable plan: the exact SQL an Apply runs, stored in chunks, bound to its inputs.',
     validations: [
       { rule: 'self == oldSelf', message: 'a plan is immutable' },
       {
@@ -91,20 +109,23 @@ export type PtahSchemaPlanSpec = Infer<typeof ptahSchemaPlanSpec>;
 export const publishedChunk = object({
   name: objectName('The chunk ConfigMap.'),
   uid: uid('UID read back after the chunk was verified.'),
-  index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1 }),
+  index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1, description: 'Position of the chunk.' }),
 });
 export type PublishedChunk = Infer<typeof publishedChunk>;
 
-export const ptahSchemaPlanStatus = object({
-  publishedChunks: optional(
-    array(publishedChunk, {
-      description: 'Committed only after every chunk was read back and verified.',
-      maxItems: MAX_PLAN_CHUNKS,
-      listType: 'atomic',
-    }),
-  ),
-  conditions: optional(conditions),
-});
+export const ptahSchemaPlanStatus = object(
+  {
+    publishedChunks: optional(
+      array(publishedChunk, {
+        description: 'Committed only after every chunk was read back and verified.',
+        maxItems: MAX_PLAN_CHUNKS,
+        listType: 'atomic',
+      }),
+    ),
+    conditions: optional(conditions),
+  },
+  { description: 'Publication: the chunks committed after read-back, and Ready once they are.' },
+);
 export type PtahSchemaPlanStatus = Infer<typeof ptahSchemaPlanStatus>;
 
 export interface PtahSchemaPlan {

@@ -11,6 +11,7 @@ import {
   API_GROUP,
   CONFIG_MAP_KEY_PATTERN,
   conditions,
+  observedGeneration,
   digest,
   objectName,
   objectRef,
@@ -23,6 +24,7 @@ import {
   array,
   boolean,
   defaulted,
+  described,
   enumOf,
   integer,
   object,
@@ -164,7 +166,12 @@ export const ociSource = object(
       object(
         {
           name: objectName('ConfigMap holding the CA bundle the registry certificate chains to.'),
-          key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+          key: string({
+            description: 'Key of that ConfigMap holding the PEM bundle.',
+            pattern: CONFIG_MAP_KEY_PATTERN,
+            minLength: 1,
+            maxLength: 253,
+          }),
         },
         { description: 'A custom CA for the registry; the operation Pods copy its exact bytes before use.' },
       ),
@@ -201,7 +208,12 @@ const configMapKeyRef = (description: string) =>
   object(
     {
       name: objectName('ConfigMap in the resource namespace.'),
-      key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+      key: string({
+        description: 'Key of that ConfigMap holding the value.',
+        pattern: CONFIG_MAP_KEY_PATTERN,
+        minLength: 1,
+        maxLength: 253,
+      }),
     },
     { description },
   );
@@ -336,7 +348,12 @@ export type DesiredSource = Infer<typeof desiredSource>;
 
 export const secretKeySelector = object({
   name: objectName('Name of the Secret in the resource namespace.'),
-  key: string({ pattern: CONFIG_MAP_KEY_PATTERN, minLength: 1, maxLength: 253 }),
+  key: string({
+    description: 'Key of that Secret whose value is the database URL; read only inside the operation Pod.',
+    pattern: CONFIG_MAP_KEY_PATTERN,
+    minLength: 1,
+    maxLength: 253,
+  }),
 });
 
 export const target = object(
@@ -372,7 +389,10 @@ export const target = object(
       }),
       false,
     ),
-    urlFrom: secretKeySelector,
+    urlFrom: described(
+      secretKeySelector,
+      'The Secret key holding the database URL. The manager never reads it: the operation Pod gets it through a secretKeyRef, as an environment variable.',
+    ),
   },
   {
     validations: [
@@ -449,21 +469,52 @@ export const execution = object({
 
 export const ptahSchemaSpec = object(
   {
-    target,
-    desired: desiredSource,
+    target: described(target, 'The database this resource converges and the realm it coordinates in.'),
+    desired: described(
+      desiredSource,
+      'Where the declared schema (SQL files) is read from: exactly one of configMap, oci and git.',
+    ),
     verificationPolicyFrom: optional(verificationPolicyFrom),
     sourcePolicyFrom: optional(sourcePolicyFrom),
-    policy: defaulted(policy, {} as PolicySpec),
+    policy: defaulted(
+      described(policy, 'What may be applied and how: approval, destructive changes, protected tables.'),
+      {} as PolicySpec,
+    ),
     interval: defaulted(boundedDuration('How often the database is read again.', '10s', '24h'), '10m'),
-    execution: defaulted(execution, {} as Infer<typeof execution>),
+    execution: defaulted(
+      described(execution, 'How operation Jobs run: deadlines and the retry interval.'),
+      {} as Infer<typeof execution>,
+    ),
     suspend: defaulted(boolean({ description: 'Start no new Job while true.' }), false),
   },
-  { validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE] },
+  {
+    description: 'The database to converge, the declared schema, and the policy for applying changes.',
+    validations: [VERIFICATION_POLICY_RULE, SOURCE_POLICY_RULE],
+  },
 );
 export type PtahSchemaSpec = Infer<typeof ptahSchemaSpec>;
 
 /** `v1-` and 32 random hex digits: an epoch names one span of one set of bound releases, never its values. */
 export const EXECUTION_EPOCH_PATTERN = '^v1-[0-9a-f]{32}$';
+
+/** The releases an execution binding holds; plans bind the same fields. */
+export const boundReleases = {
+  managerImage: string({ maxLength: 512, description: 'The manager image, by digest where known.' }),
+  managerRevision: string({ maxLength: 128, description: 'The manager source revision.' }),
+  controllerStateVersion: integer({
+    minimum: 1,
+    description: 'Version of the status format the manager writes and reads.',
+  }),
+  ptahVersion: string({ maxLength: 128, description: 'The ptah engine release operations run.' }),
+  runnerImage: string({
+    maxLength: 512,
+    description: 'The image operation Pods run, by digest where known.',
+  }),
+  runnerProtocolVersion: integer({
+    minimum: 1,
+    description: 'Version of the result frame the runner writes and the manager reads.',
+  }),
+};
 
 export const executionBinding = object(
   {
@@ -473,12 +524,7 @@ export const executionBinding = object(
       description:
         'The execution binding epoch: minted whenever any release below changes (a rollback to earlier values included), so plans, claims and approvals of a retired epoch never apply.',
     }),
-    managerImage: string({ maxLength: 512 }),
-    managerRevision: string({ maxLength: 128 }),
-    controllerStateVersion: integer({ minimum: 1 }),
-    ptahVersion: string({ maxLength: 128 }),
-    runnerImage: string({ maxLength: 512 }),
-    runnerProtocolVersion: integer({ minimum: 1 }),
+    ...boundReleases,
   },
   { description: 'The manager, engine and runner releases operations run under; bound into every plan.' },
 );
@@ -495,101 +541,115 @@ export const BOUND_RELEASE_FIELDS: Readonly<Record<Exclude<keyof ExecutionBindin
 };
 
 /** The verification policy an artifact satisfied, as Verify read it. */
-export const verification = object({
-  policyName: objectName('The policy ConfigMap.'),
-  policyUID: uid('Its UID: another ConfigMap of that name retires plans.'),
-  policyDigest: digest('SHA-256 of its bytes (the canonical JSON of its data).'),
-  verifiedAt: timestamp('When Verify last evaluated the artifact against it.'),
-  signers: optional(
-    array(string({ maxLength: 128 }), {
-      description: 'The policy keys whose signatures verified.',
-      maxItems: 16,
-      listType: 'atomic',
-    }),
-  ),
-  refused: optional(
-    object(
-      {
-        rule: string({ pattern: '^[a-z][a-z0-9-]*$', maxLength: 64 }),
-        message: string({ maxLength: 512 }),
-      },
-      {
-        description:
-          'Set when the policy refused the artifact: the first finding. Nothing runs from it; the interval reads again.',
-      },
+export const verification = object(
+  {
+    policyName: objectName('The policy ConfigMap.'),
+    policyUID: uid('Its UID: another ConfigMap of that name retires plans.'),
+    policyDigest: digest('SHA-256 of its bytes (the canonical JSON of its data).'),
+    verifiedAt: timestamp('When Verify last evaluated the artifact against it.'),
+    signers: optional(
+      array(string({ maxLength: 128 }), {
+        description: 'The policy keys whose signatures verified.',
+        maxItems: 16,
+        listType: 'atomic',
+      }),
     ),
-  ),
-});
+    refused: optional(
+      object(
+        {
+          rule: string({
+            description: 'The policy rule that refused the artifact.',
+            pattern: '^[a-z][a-z0-9-]*$',
+            maxLength: 64,
+          }),
+          message: string({ description: 'What the rule found, without credentials.', maxLength: 512 }),
+        },
+        {
+          description:
+            'Set when the policy refused the artifact: the first finding. Nothing runs from it; the interval reads again.',
+        },
+      ),
+    ),
+  },
+  { description: 'OCI: the verification policy Verify evaluated the artifact against, and its verdict.' },
+);
 export type Verification = Infer<typeof verification>;
 
-export const resolution = object({
-  sourceType: enumOf(SOURCE_TYPES),
-  requestedReference: optional(
-    string({
-      maxLength: 1024,
-      description:
-        'The OCI reference spec names; for a Git source the repository, ref and path as one string.',
-    }),
-  ),
-  resolvedReference: optional(
-    string({
-      maxLength: 1024,
-      description:
-        'The digest-pinned reference every later operation fetches; for a Git source the repository, commit and path.',
-    }),
-  ),
-  repository: optional(string({ maxLength: 400, description: 'Git: the repository Resolve answered for.' })),
-  ref: optional(
-    string({
-      maxLength: 256,
-      description: 'Git: the branch, tag or commit id spec names, as refs/heads/…, refs/tags/… or the id.',
-    }),
-  ),
-  path: optional(string({ maxLength: 253, description: 'Git: the path whose files were selected.' })),
-  commit: optional(
-    string({
-      pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$',
-      maxLength: 64,
-      description: 'Git: the commit Resolve found the ref at.',
-    }),
-  ),
-  sourceDigest: optional(
-    digest('Git: SHA-256 of the repository URL and the path, which a plan binds beside the content digest.'),
-  ),
-  digest: optional(digest('The artifact manifest digest the reference resolved to.')),
-  mediaType: optional(string({ maxLength: 255, description: 'Media type of the artifact manifest.' })),
-  artifactType: optional(string({ maxLength: 255, description: 'Artifact type the manifest declares.' })),
-  verification: optional(verification),
-  sourcePolicy: optional(
-    object(
-      {
-        name: objectName('The source policy ConfigMap the source was checked against.'),
-        uid: uid('Its UID; another ConfigMap of that name retires plans.'),
-        digest: digest('SHA-256 of its data; an edit retires plans.'),
-      },
-      { description: 'ConfigMap and Git sources: the source policy this resolution satisfied.' },
+export const resolution = object(
+  {
+    sourceType: enumOf(SOURCE_TYPES, { description: 'Which source was resolved: ConfigMap, OCI or Git.' }),
+    requestedReference: optional(
+      string({
+        maxLength: 1024,
+        description:
+          'The OCI reference spec names; for a Git source the repository, ref and path as one string.',
+      }),
     ),
-  ),
-  configMapName: optional(objectName('The source ConfigMap read.')),
-  configMapUID: optional(
-    uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),
-  ),
-  contentDigest: digest(
-    'SHA-256 of the snapshot manifest (of a ConfigMap source, or of the files a Git commit holds at its path); for an OCI source the artifact digest every operation is bound to.',
-  ),
-  snapshotName: optional(objectName('The immutable ptah-src-<hash> ConfigMap holding the files.')),
-  fileCount: optional(integer({ minimum: 0 })),
-  size: integer({
-    minimum: 0,
-    description: 'Total bytes of the selected files; for an OCI source the manifest size.',
-  }),
-  resolvedAt: timestamp('When the source was read.'),
-});
+    resolvedReference: optional(
+      string({
+        maxLength: 1024,
+        description:
+          'The digest-pinned reference every later operation fetches; for a Git source the repository, commit and path.',
+      }),
+    ),
+    repository: optional(
+      string({ maxLength: 400, description: 'Git: the repository Resolve answered for.' }),
+    ),
+    ref: optional(
+      string({
+        maxLength: 256,
+        description: 'Git: the branch, tag or commit id spec names, as refs/heads/…, refs/tags/… or the id.',
+      }),
+    ),
+    path: optional(string({ maxLength: 253, description: 'Git: the path whose files were selected.' })),
+    commit: optional(
+      string({
+        pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$',
+        maxLength: 64,
+        description: 'Git: the commit Resolve found the ref at.',
+      }),
+    ),
+    sourceDigest: optional(
+      digest(
+        'Git: SHA-256 of the repository URL and the path, which a plan binds beside the content digest.',
+      ),
+    ),
+    digest: optional(digest('The artifact manifest digest the reference resolved to.')),
+    mediaType: optional(string({ maxLength: 255, description: 'Media type of the artifact manifest.' })),
+    artifactType: optional(string({ maxLength: 255, description: 'Artifact type the manifest declares.' })),
+    verification: optional(verification),
+    sourcePolicy: optional(
+      object(
+        {
+          name: objectName('The source policy ConfigMap the source was checked against.'),
+          uid: uid('Its UID; another ConfigMap of that name retires plans.'),
+          digest: digest('SHA-256 of its data; an edit retires plans.'),
+        },
+        { description: 'ConfigMap and Git sources: the source policy this resolution satisfied.' },
+      ),
+    ),
+    configMapName: optional(objectName('The source ConfigMap read.')),
+    configMapUID: optional(
+      uid('UID of the source ConfigMap read; another ConfigMap of that name retires plans.'),
+    ),
+    contentDigest: digest(
+      'SHA-256 of the snapshot manifest (of a ConfigMap source, or of the files a Git commit holds at its path); for an OCI source the artifact digest every operation is bound to.',
+    ),
+    snapshotName: optional(objectName('The immutable ptah-src-<hash> ConfigMap holding the files.')),
+    fileCount: optional(integer({ minimum: 0, description: 'Number of files selected from the source.' })),
+    size: integer({
+      minimum: 0,
+      description: 'Total bytes of the selected files; for an OCI source the manifest size.',
+    }),
+    resolvedAt: timestamp('When the source was read.'),
+  },
+  { description: 'The source as last resolved: its immutable digest and, for a ConfigMap, the snapshot.' },
+);
 export type Resolution = Infer<typeof resolution>;
 
 export const databaseServer = object(
   {
-    product: enumOf(SERVER_PRODUCTS),
+    product: enumOf(SERVER_PRODUCTS, { description: 'The server product the runner connected to.' }),
     version: string({
       pattern: SERVER_VERSION_PATTERN,
       maxLength: 17,
@@ -599,38 +659,50 @@ export const databaseServer = object(
   { description: 'The server the database was last read on, as the runner reported it.' },
 );
 
-export const targetStatus = object({
-  engine: optional(enumOf(['postgres', 'mysql'])),
-  server: optional(databaseServer),
-  coordinationDigest: optional(digest('Digest of the database realm; names its Lease.')),
-  identityDigest: optional(
-    digest('Credential-free identity of the route to the database, reported by the runner.'),
-  ),
-  lastObservedAt: optional(timestamp('When the database was last read.')),
-});
+export const targetStatus = object(
+  {
+    engine: optional(
+      enumOf(['postgres', 'mysql'], { description: 'The canonical engine spec.target names.' }),
+    ),
+    server: optional(databaseServer),
+    coordinationDigest: optional(digest('Digest of the database realm; names its Lease.')),
+    identityDigest: optional(
+      digest('Credential-free identity of the route to the database, reported by the runner.'),
+    ),
+    lastObservedAt: optional(timestamp('When the database was last read.')),
+  },
+  { description: 'The database as the manager and the runner know it, without credentials.' },
+);
 
 export const driftCategory = object({
-  category: string({ pattern: '^[a-z][a-z0-9_]*$', maxLength: 64 }),
-  count: integer({ minimum: 0 }),
-  severity: enumOf(DRIFT_SEVERITIES),
+  category: string({
+    description: 'Kind of difference, e.g. tables_added.',
+    pattern: '^[a-z][a-z0-9_]*$',
+    maxLength: 64,
+  }),
+  count: integer({ minimum: 0, description: 'Findings of this category.' }),
+  severity: enumOf(DRIFT_SEVERITIES, { description: 'The highest severity among them.' }),
 });
 
-export const drift = object({
-  reportDigest: digest('Digest of the raw drift report, which stays inside the runner.'),
-  dialect: enumOf(['postgres', 'mysql']),
-  total: integer({ minimum: 0, description: 'Number of drift findings.' }),
-  highestSeverity: enumOf(DRIFT_SEVERITIES),
-  categories: optional(
-    array(driftCategory, {
-      description: 'Counts per category, never names or values.',
-      maxItems: 64,
-      listType: 'map',
-      mapKeys: ['category'],
-    }),
-  ),
-  truncated: optional(boolean({ description: 'More categories existed than are listed.' })),
-  observedAt: timestamp('When the drift was read.'),
-});
+export const drift = object(
+  {
+    reportDigest: digest('Digest of the raw drift report, which stays inside the runner.'),
+    dialect: enumOf(['postgres', 'mysql'], { description: 'The SQL dialect the database was read in.' }),
+    total: integer({ minimum: 0, description: 'Number of drift findings.' }),
+    highestSeverity: enumOf(DRIFT_SEVERITIES, { description: 'The most severe finding.' }),
+    categories: optional(
+      array(driftCategory, {
+        description: 'Counts per category, never names or values.',
+        maxItems: 64,
+        listType: 'map',
+        mapKeys: ['category'],
+      }),
+    ),
+    truncated: optional(boolean({ description: 'More categories existed than are listed.' })),
+    observedAt: timestamp('When the drift was read.'),
+  },
+  { description: 'How the database differs from the declaration, as counts: no names, no values.' },
+);
 export type DriftSummary = Infer<typeof drift>;
 
 /**
@@ -643,9 +715,13 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
       type: enumOf(operations, { description: 'The operation claimed.' }),
       operationId: digest('Deterministic id of the operation.'),
       inputsFingerprint: digest('Digest of everything the operation was decided from.'),
-      jobName: string({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 }),
+      jobName: string({
+        description: 'The Job the operation runs as, named from its operation id.',
+        pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
+        maxLength: 63,
+      }),
       jobUID: optional(uid('UID of the created Job, once read back.')),
-      attempt: integer({ minimum: 1 }),
+      attempt: integer({ minimum: 1, description: 'Which attempt of this operation; a retry counts up.' }),
       generation: integer({
         format: 'int64',
         minimum: 0,
@@ -664,17 +740,28 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
         }),
       ),
       verificationPolicy: optional(
-        object({
-          name: objectName('The policy ConfigMap a Verify evaluates.'),
-          uid: uid('Its UID.'),
-          digest: digest('SHA-256 of its bytes.'),
-        }),
+        object(
+          {
+            name: objectName('The policy ConfigMap a Verify evaluates.'),
+            uid: uid('UID of the policy ConfigMap.'),
+            digest: digest('SHA-256 of its bytes.'),
+          },
+          { description: 'For Verify: the verification policy it evaluates, by UID and digest.' },
+        ),
       ),
       snapshotName: optional(objectName('Snapshot the operation mounts.')),
       planRef: optional(objectRef('Plan an Apply executes.')),
       approvalRef: optional(objectRef('Approval an Apply consumes.')),
-      leaseEpoch: optional(string({ maxLength: 64 })),
-      leaseDurationSeconds: optional(integer({ minimum: 5, maximum: 86460 })),
+      leaseEpoch: optional(
+        string({
+          maxLength: 64,
+          description:
+            'The realm Lease hold the operation runs under; another epoch means the hold was lost.',
+        }),
+      ),
+      leaseDurationSeconds: optional(
+        integer({ minimum: 5, maximum: 86460, description: 'How long the realm Lease is held per renewal.' }),
+      ),
       applyOutcome: optional(
         enumOf(['Succeeded', 'Unknown'], {
           description: 'For the proof after an Apply: how that Apply ended, as far as anything could tell.',
@@ -688,37 +775,46 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
 export const claim = claimOf(OPERATION_TYPES);
 export type Claim = Infer<typeof claim>;
 
-export const planStatus = object({
-  name: objectName('The current PtahSchemaPlan.'),
-  uid: uid('UID of the plan.'),
-  fingerprint: digest('Fingerprint an approval must name.'),
-  contentDigest: digest('SHA-256 of the plan bytes.'),
-  destructive: boolean({ description: 'Whether the plan drops or narrows something.' }),
-  statementCount: integer({ minimum: 0 }),
-  createdAt: timestamp('When the plan was published.'),
-  approval: optional(
-    object({
-      name: objectName('The approval accepted.'),
-      uid: uid('UID of the approval.'),
-      approver,
-      approvedAt: timestamp('When admission stamped the approval.'),
-    }),
-  ),
-});
+export const planStatus = object(
+  {
+    name: objectName('The current PtahSchemaPlan.'),
+    uid: uid('UID of the plan.'),
+    fingerprint: digest('Fingerprint an approval must name.'),
+    contentDigest: digest('SHA-256 of the plan bytes.'),
+    destructive: boolean({ description: 'Whether the plan drops or narrows something.' }),
+    statementCount: integer({ minimum: 0, description: 'Number of SQL statements in the plan.' }),
+    createdAt: timestamp('When the plan was published.'),
+    approval: optional(
+      object(
+        {
+          name: objectName('The approval accepted.'),
+          uid: uid('UID of the approval.'),
+          approver,
+          approvedAt: timestamp('When admission stamped the approval.'),
+        },
+        { description: 'The approval an Apply of this plan consumed, with the approver admission stamped.' },
+      ),
+    ),
+  },
+  { description: 'The current plan: published, verified, waiting for approval or to be applied.' },
+);
 export type PlanStatus = Infer<typeof planStatus>;
 
-export const applied = object({
-  planRef: objectRef('The plan applied.'),
-  planFingerprint: digest('Fingerprint of the plan applied.'),
-  contentDigest: digest('Content digest the plan was computed from.'),
-  completedAt: timestamp('When convergence was proven by a fresh no-change plan.'),
-});
+export const applied = object(
+  {
+    planRef: objectRef('The plan applied.'),
+    planFingerprint: digest('Fingerprint of the plan applied.'),
+    contentDigest: digest('Content digest the plan was computed from.'),
+    completedAt: timestamp('When convergence was proven by a fresh no-change plan.'),
+  },
+  { description: 'The plan last applied and proven by a fresh no-change plan.' },
+);
 
 export const retiredPlan = object({
   name: objectName('A plan retired for good.'),
   uid: uid('UID of that plan.'),
   fingerprint: digest('Its fingerprint: a re-plan to the same bindings is published under another name.'),
-  reason: string({ pattern: '^[A-Za-z]+$', maxLength: 64 }),
+  reason: string({ pattern: '^[A-Za-z]+$', maxLength: 64, description: 'Why it was retired.' }),
 });
 export type RetiredPlan = Infer<typeof retiredPlan>;
 /** How many plans retired for good status remembers (the oldest goes first). */
@@ -735,19 +831,28 @@ export const JOURNAL_ENTRY_TYPES = [
 ] as const;
 export type JournalEntryType = (typeof JOURNAL_ENTRY_TYPES)[number];
 
-const reason = string({ pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$', maxLength: 128 });
+const reason = string({
+  description: 'The condition reason of the transition; never a message.',
+  pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+  maxLength: 128,
+});
 
 /** The journal both families keep; as with claims, each family names its own operations. */
 export function journalEntryOf<const V extends readonly [string, ...string[]]>(operations: V) {
   return object({
-    type: enumOf(JOURNAL_ENTRY_TYPES),
+    type: enumOf(JOURNAL_ENTRY_TYPES, {
+      description:
+        'What happened: a plan published, an approval accepted, an apply or run finished, a failure.',
+    }),
     time: timestamp('When it happened (for a coalesced failure, the first of the run).'),
     reason: optional(reason),
-    outcome: optional(string({ pattern: '^[A-Za-z]+$', maxLength: 64 })),
-    operation: optional(enumOf(operations)),
+    outcome: optional(
+      string({ pattern: '^[A-Za-z]+$', maxLength: 64, description: 'How it ended, e.g. Succeeded, InSync.' }),
+    ),
+    operation: optional(enumOf(operations, { description: 'The operation the entry is about.' })),
     plan: optional(objectName('A plan in the resource namespace.')),
     approval: optional(objectName('An approval in the resource namespace.')),
-    approver: optional(string({ maxLength: 512 })),
+    approver: optional(string({ maxLength: 512, description: 'Who approved, as admission stamped it.' })),
     startedAt: optional(timestamp('When the operation started, to read how long it took.')),
     count: optional(
       integer({ minimum: 1, description: 'Failures in a row with this operation and reason.' }),
@@ -771,10 +876,20 @@ export function journalEntryOf<const V extends readonly [string, ...string[]]>(o
 }
 
 export function journalOf<const V extends readonly [string, ...string[]]>(operations: V) {
-  return object({
-    coveredSince: timestamp('The journal is complete from this instant on.'),
-    entries: array(journalEntryOf(operations), { maxItems: 64, listType: 'atomic' }),
-  });
+  return object(
+    {
+      coveredSince: timestamp('The journal is complete from this instant on.'),
+      entries: array(journalEntryOf(operations), {
+        description: 'At most 64 entries, none more than 30 days older than the newest; oldest first.',
+        maxItems: 64,
+        listType: 'atomic',
+      }),
+    },
+    {
+      description:
+        'A bounded record of significant events (plans, approvals, runs, failures) after Events and Jobs are gone.',
+    },
+  );
 }
 
 export const journalEntry = journalEntryOf(OPERATION_TYPES);
@@ -783,29 +898,32 @@ export type JournalEntry = Infer<typeof journalEntry>;
 export const journal = journalOf(OPERATION_TYPES);
 export type Journal = Infer<typeof journal>;
 
-export const ptahSchemaStatus = object({
-  observedGeneration: optional(integer({ format: 'int64', minimum: 0 })),
-  phase: optional(enumOf(SCHEMA_PHASES, { description: 'Where the resource is in its lifecycle.' })),
-  conditions: optional(conditions),
-  executionBinding: optional(executionBinding),
-  resolution: optional(resolution),
-  target: optional(targetStatus),
-  drift: optional(drift),
-  claim: optional(claim),
-  plan: optional(planStatus),
-  applied: optional(applied),
-  retiredPlans: optional(
-    array(retiredPlan, {
-      description: 'Plans whose stored bytes failed a read-back; never published or applied again.',
-      maxItems: MAX_RETIRED_PLANS,
-      listType: 'atomic',
-    }),
-  ),
-  journal: optional(journal),
-  lastReadRequest: optional(string({ maxLength: 80, description: 'The read request last answered.' })),
-  lastAttemptTime: optional(timestamp('When an operation last started.')),
-  nextReconciliationTime: optional(timestamp('When the database is read again.')),
-});
+export const ptahSchemaStatus = object(
+  {
+    observedGeneration,
+    phase: optional(enumOf(SCHEMA_PHASES, { description: 'Where the resource is in its lifecycle.' })),
+    conditions: optional(conditions),
+    executionBinding: optional(executionBinding),
+    resolution: optional(resolution),
+    target: optional(targetStatus),
+    drift: optional(drift),
+    claim: optional(claim),
+    plan: optional(planStatus),
+    applied: optional(applied),
+    retiredPlans: optional(
+      array(retiredPlan, {
+        description: 'Plans whose stored bytes failed a read-back; never published or applied again.',
+        maxItems: MAX_RETIRED_PLANS,
+        listType: 'atomic',
+      }),
+    ),
+    journal: optional(journal),
+    lastReadRequest: optional(string({ maxLength: 80, description: 'The read request last answered.' })),
+    lastAttemptTime: optional(timestamp('When an operation last started.')),
+    nextReconciliationTime: optional(timestamp('When the database is read again.')),
+  },
+  { description: 'What the manager observed and decided; written only by the manager.' },
+);
 export type PtahSchemaStatus = Infer<typeof ptahSchemaStatus>;
 
 export interface PtahSchema {

@@ -315,6 +315,14 @@ export function defaulted<T>(n: SchemaNode<T, Presence>, value: T): SchemaNode<T
 }
 
 /** Adds CEL rules to an existing node (for rules that span the node's children). */
+/**
+ * A shared node with the description of the field that holds it (`kubectl explain` shows it): the same
+ * selector means one thing as a database URL and another as a CA bundle.
+ */
+export function described<T, P extends Presence>(n: SchemaNode<T, P>, description: string): SchemaNode<T, P> {
+  return { ...n, openApi: () => ({ ...n.openApi(), description }) };
+}
+
 export function withRules<T, P extends Presence>(
   n: SchemaNode<T, P>,
   rules: readonly CelRule[],

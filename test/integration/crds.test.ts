@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
+import { execFileSync } from 'node:child_process';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
+import { findKubernetesBinaries } from '../env/k8s-binaries.ts';
 import { setCondition } from '../../src/api/conditions.ts';
 import { buildCrds, crdFileName } from '../../src/api/crds.ts';
 import { sha256Digest } from '../../src/api/digest.ts';
@@ -52,6 +54,39 @@ before(async () => {
 
 after(async () => {
   await cp?.stop();
+});
+
+// The descriptions the unit test requires (test/unit/api/crd-descriptions.test.ts) are what a person reads:
+// the real kubectl explain, through the API server's published OpenAPI, shows them field by field.
+describe('kubectl explain', () => {
+  const explain = (field: string) =>
+    execFileSync(
+      findKubernetesBinaries().kubectl,
+      [
+        '--kubeconfig',
+        cp.kubeconfigs.admin,
+        'explain',
+        field,
+        '--api-version',
+        `${API_GROUP}/${API_VERSION}`,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+
+  it('shows each spec field of a PtahSchema with its description', async () => {
+    // The published OpenAPI follows the CRD a moment later: wait until it names the kind's fields.
+    let out = '';
+    for (let i = 0; i < 60 && !out.includes('urlFrom'); i++) {
+      try {
+        out = explain('ptahschema.spec.target');
+      } catch {
+        await sleep(500);
+      }
+    }
+    assert.match(out, /urlFrom\s+<Object> -required-\s+The Secret key holding the database URL/);
+    assert.match(explain('ptahschema.spec'), /The database to converge, the declared schema/);
+    assert.match(explain('ptahmigration.status.lastRun.outcome'), /How the run ended/);
+  });
 });
 
 const at = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace, plural });
