@@ -55,6 +55,15 @@ export function currentExecutionBinding(
   return { ...live, epoch: mint() };
 }
 
+/**
+ * Whether this pass runs under another epoch than the one the resource recorded: an operation claimed
+ * under the old one was built from releases that no longer run (a Plan's bytes, a read's runner), so a
+ * read-only claim is withdrawn rather than harvested into state of the new epoch.
+ */
+export function epochRotated(recorded: ExecutionBinding | undefined, current: ExecutionBinding): boolean {
+  return recorded !== undefined && recorded.epoch !== current.epoch;
+}
+
 /** The plan bindings that belong to the execution binding (a differing one retires the plan as such). */
 const EXECUTION_PLAN_FIELDS: ReadonlySet<string> = new Set([
   'executionEpoch',

@@ -45,7 +45,7 @@ import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
-import { supersededBy } from '../execution-binding.ts';
+import { epochRotated, supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -638,8 +638,10 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   // A read whose inputs moved is worthless and an undispatched Apply is withdrawn; a dispatched Apply is
   // observed to its end whatever changes, suspension included.
   if (!dispatched) {
+    const rotated = epochRotated(migration.status.executionBinding, input.executionBinding);
     const moved =
       migration.spec.suspend ||
+      rotated ||
       claim.generation !== migration.generation ||
       (claim.type === 'Resolve' || claim.type === 'Verify'
         ? artifactClaimMoved(claim, input.artifact)
@@ -652,7 +654,14 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
     if (moved || refused) {
       endClaim(b, claim);
       b.post.push(finishJob(claim));
-      if (moved) b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      if (rotated)
+        b.event(
+          'Normal',
+          'ExecutionBindingChanged',
+          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${migration.status.executionBinding!.epoch}, retired by ${input.executionBinding.epoch}`,
+        );
+      else if (moved)
+        b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
       else if (!input.realm.admitted)
         b.event('Warning', input.realm.reason, realmWithdrawal(claim.type, input.realm));
       b.requeue(0);

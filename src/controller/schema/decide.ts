@@ -45,7 +45,7 @@ import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
-import { supersededBy } from '../execution-binding.ts';
+import { epochRotated, supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -587,8 +587,10 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   // A read-only operation whose inputs moved is worthless; a dispatched Apply is never abandoned, and the
   // proof that follows an Apply outranks suspension and spec changes: it is owed for what already ran.
   if (!dispatchedApply && !isProof(claim)) {
+    const rotated = epochRotated(schema.status.executionBinding, input.executionBinding);
     const moved =
       schema.spec.suspend ||
+      rotated ||
       claim.generation !== schema.generation ||
       (claim.type === 'Resolve' || claim.type === 'Verify'
         ? artifactClaimMoved(claim, input.artifact)
@@ -602,7 +604,14 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       st.claim = undefined;
       b.post.push(finishJob(claim));
       if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
-      if (moved) b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
+      if (rotated)
+        b.event(
+          'Normal',
+          'ExecutionBindingChanged',
+          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${schema.status.executionBinding!.epoch}, retired by ${input.executionBinding.epoch}`,
+        );
+      else if (moved)
+        b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
       else if (!input.realm.admitted)
         b.event('Warning', input.realm.reason, realmWithdrawal(claim.type, input.realm));
       b.requeue(0);

@@ -927,6 +927,28 @@ describe('migration decide: read requests, suspend and delete', () => {
     assert.equal(d.status.lastReadRequest, undefined);
   });
 
+  it('a new execution binding epoch withdraws a read of the old one but observes a dispatched Apply', () => {
+    const first = step(migration({}), T0);
+    assert.equal(first.status.claim?.type, 'History');
+    const upgraded = { ...executionBinding, epoch: 'v1-' + 'f'.repeat(32), controllerStateVersion: 2 };
+    const w = step(migration(first.status), T0 + 10, {
+      executionBinding: upgraded,
+      job: { state: 'running', uid: 'j' },
+    });
+    assert.equal(w.status.claim, undefined);
+    assert.equal(w.status.executionBinding?.epoch, upgraded.epoch);
+    assert.deepEqual(
+      w.events.map((e) => e.reason),
+      ['ExecutionBindingChanged'],
+    );
+    const { status } = dispatched();
+    const a = step(migration(status), T0 + 5000, {
+      executionBinding: upgraded,
+      job: { state: 'running', uid: 'job-uid' },
+    });
+    assert.equal(a.status.claim?.type, 'Apply');
+  });
+
   it('suspension withdraws a read but observes a dispatched Apply to its end', () => {
     const first = step(migration({}), T0);
     const suspended = spec({ suspend: true });

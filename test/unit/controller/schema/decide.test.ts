@@ -535,6 +535,46 @@ describe('schema lifecycle decision', () => {
     assert.equal(suspended.status.claim?.type, 'Apply', 'a running Apply is still observed to its end');
   });
 
+  it('a new execution binding epoch withdraws a read-only claim of the old one, never a dispatched Apply', () => {
+    const claimed = decide(input(schema({}), T0)).status;
+    assert.equal(claimed.claim?.type, 'Observe');
+    assert.equal(claimed.executionBinding?.epoch, executionBinding.epoch);
+    const upgraded = { ...executionBinding, epoch: 'v1-' + 'f'.repeat(32), managerRevision: 'rev-2' };
+    const d = decide(
+      input(schema(claimed), T0 + 1000, { executionBinding: upgraded, job: { state: 'running', uid: 'j' } }),
+    );
+    assert.equal(d.status.claim, undefined, 'what it reads would be state of the retired epoch');
+    assert.equal(d.status.executionBinding?.epoch, upgraded.epoch);
+    assert.deepEqual(
+      d.post.filter((a) => a.kind === 'finishJob').map((a) => a.kind === 'finishJob' && a.jobName),
+      [claimed.claim!.jobName],
+    );
+    assert.deepEqual(
+      d.events.map((e) => [e.reason, e.message]),
+      [
+        [
+          'ExecutionBindingChanged',
+          `operation Observe withdrawn: it was claimed under execution binding epoch ${executionBinding.epoch}, retired by ${upgraded.epoch}`,
+        ],
+      ],
+    );
+    // The same epoch again is no rotation: the claim runs on.
+    const kept = decide(input(schema(claimed), T0 + 1000, { job: { state: 'running', uid: 'j' } }));
+    assert.equal(kept.status.claim?.operationId, claimed.claim!.operationId);
+
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let a = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    a = decide(input(schema(a.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    assert.equal(a.status.claim?.dispatchStarted, true);
+    const running = decide(
+      input(schema(a.status, s.spec), T0 + 6000, {
+        executionBinding: upgraded,
+        job: { state: 'running', uid: 'j' },
+      }),
+    );
+    assert.equal(running.status.claim?.type, 'Apply', 'a dispatched Apply is observed to its end');
+  });
+
   it('a withdrawn claim cleans up only the Job whose UID it recorded', () => {
     const claimed = decide(input(schema({}), T0)).status;
     const seen = decide(
