@@ -16,6 +16,7 @@ import { ptahRealmSpec } from './ptah-realm.ts';
 import { ptahSchemaSpec, ptahSchemaStatus } from './ptah-schema.ts';
 import { ptahSchemaApprovalSpec, ptahSchemaApprovalStatus } from './ptah-schema-approval.ts';
 import { ptahSchemaPlanSpec, ptahSchemaPlanStatus } from './ptah-schema-plan.ts';
+import { ptahSchemaPlanChunkSpec } from './ptah-schema-plan-chunk.ts';
 import { openApi, type CelRule, type OpenApiSchema, type SchemaNode } from './schema-dsl.ts';
 
 export interface PrinterColumn {
@@ -92,6 +93,16 @@ export const KINDS: readonly KindDefinition[] = [
       { name: 'Ready', type: 'string', jsonPath: `${condition('Ready')}.status` },
       age,
     ],
+  },
+  {
+    kind: 'PtahSchemaPlanChunk',
+    plural: 'ptahschemaplanchunks',
+    singular: 'ptahschemaplanchunk',
+    shortNames: ['ptahchunk'],
+    description:
+      "One piece of a PtahSchemaPlan's bytes, owned by the plan and immutable; reading a plan needs this kind, not ConfigMaps.",
+    spec: ptahSchemaPlanChunkSpec,
+    printerColumns: [{ name: 'Plan', type: 'string', jsonPath: '.metadata.ownerReferences[0].name' }, age],
   },
   {
     kind: 'PtahSchemaApproval',

@@ -13,6 +13,7 @@ export * from './ptah-realm.ts';
 export * from './ptah-schema.ts';
 export * from './ptah-schema-approval.ts';
 export * from './ptah-schema-plan.ts';
+export * from './ptah-schema-plan-chunk.ts';
 export * from './read-request.ts';
 export * from './reasons.ts';
 export { validate, withDefaults, type Infer, type ValidationResult } from './schema-dsl.ts';

@@ -50,6 +50,7 @@ export function connect(flags: ConnectionFlags): PluginContext {
 export type OurPlural =
   | 'ptahschemas'
   | 'ptahschemaplans'
+  | 'ptahschemaplanchunks'
   | 'ptahschemaapprovals'
   | 'ptahmigrations'
   | 'ptahmigrationplans'

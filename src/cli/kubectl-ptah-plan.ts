@@ -5,19 +5,17 @@
  * publication committed, its owner, size and hash, and the whole for its size and content digest.
  */
 import { parseArgs } from 'node:util';
-import type { ConfigMapObject } from '../api/core.ts';
 import type { PtahSchema } from '../api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
 import { readPlan, type PlanDocument } from '../engine/plan-file.ts';
 import { reassemblePlan } from '../plan-store/reassemble-plan.ts';
-import * as k8s from '@kubernetes/client-node';
 import {
   CONNECTION_OPTIONS,
   connect,
   getOurObject,
   PLUGIN_EXIT,
   PluginError,
-  readFailure,
   type PluginContext,
   type PluginExit,
 } from './kubectl-ptah-context.ts';
@@ -54,18 +52,6 @@ function pointerOf(schema: PtahSchema, applied: boolean): PlanPointer | undefine
   }
   const p = status?.plan;
   return p ? { name: p.name, uid: p.uid, fingerprint: p.fingerprint } : undefined;
-}
-
-async function readChunk(ctx: PluginContext, name: string): Promise<ConfigMapObject | undefined> {
-  try {
-    return (await ctx.core.readNamespacedConfigMap({
-      namespace: ctx.namespace,
-      name,
-    })) as unknown as ConfigMapObject;
-  } catch (error) {
-    if (error instanceof k8s.ApiException && error.code === 404) return undefined;
-    throw readFailure(`configmaps/${name}`, ctx.namespace, error);
-  }
 }
 
 /** The schema's plan, rebuilt and verified; a PluginError names what is missing or what failed. */
@@ -105,8 +91,11 @@ export async function readVerifiedPlan(
     throw refuse('its fingerprint is not the one the schema records');
   if (plan.spec.schemaRef.name !== schemaName || plan.spec.schemaRef.uid !== schema.metadata.uid)
     throw refuse('belongs to another PtahSchema');
-  const chunks = new Map<string, ConfigMapObject | undefined>();
-  for (const chunk of plan.spec.chunks) chunks.set(chunk.name, await readChunk(ctx, chunk.name));
+  // One RBAC rule on an operator kind reads the bytes: chunks are PtahSchemaPlanChunk objects, never
+  // ConfigMaps (whose read access is namespace-wide).
+  const chunks = new Map<string, PtahSchemaPlanChunk | undefined>();
+  for (const chunk of plan.spec.chunks)
+    chunks.set(chunk.name, await getOurObject<PtahSchemaPlanChunk>(ctx, 'ptahschemaplanchunks', chunk.name));
   const rebuilt = reassemblePlan(plan, (name) => chunks.get(name));
   if (!rebuilt.ok) throw refuse(`does not verify (${rebuilt.reason}): ${rebuilt.message}`);
   let document: PlanDocument;

@@ -5,10 +5,10 @@
  * both: names, order, sizes, per-chunk hashes and the whole hash, and the committed UIDs once there are
  * any. A failure names the chunk (or the plan) and what failed; nothing partial is returned.
  */
-import type { ConfigMapObject } from '../api/core.ts';
 import { sha256Digest } from '../api/digest.ts';
 import type { PtahSchemaPlan, PublishedChunk } from '../api/ptah-schema-plan.ts';
-import { checkChunk, type ChunkFailure } from './chunk-config-map.ts';
+import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
+import { checkChunk, type ChunkFailure } from './plan-chunk.ts';
 import { chunkName } from './split-plan.ts';
 
 export type ReassemblyFailure = {
@@ -20,7 +20,14 @@ export type ReassemblyFailure = {
   readonly message: string;
 };
 
-export type Reassembly = { readonly ok: true; readonly bytes: Uint8Array } | ReassemblyFailure;
+export type Reassembly =
+  | {
+      readonly ok: true;
+      readonly bytes: Uint8Array;
+      /** Each verified chunk's bytes, in order: what a projection copies. */
+      readonly chunks: readonly Uint8Array[];
+    }
+  | ReassemblyFailure;
 
 export type PublicationCheck =
   { readonly ok: true; readonly publishedChunks: readonly PublishedChunk[] } | ReassemblyFailure;
@@ -28,7 +35,7 @@ export type PublicationCheck =
 /** A committed plan's bytes, every chunk held to the UID its status committed. */
 export function reassemblePlan(
   plan: PtahSchemaPlan,
-  read: (name: string) => ConfigMapObject | undefined,
+  read: (name: string) => PtahSchemaPlanChunk | undefined,
 ): Reassembly {
   const planName = plan.metadata.name;
   const published = plan.status?.publishedChunks;
@@ -36,7 +43,7 @@ export function reassemblePlan(
     return fail(planName, 'NotPublished', `plan ${planName} has not committed all of its chunks`);
   }
   const checked = checkChunks(plan, read, published);
-  return checked.ok ? { ok: true, bytes: checked.bytes } : checked;
+  return checked.ok ? { ok: true, bytes: checked.bytes, chunks: checked.chunks } : checked;
 }
 
 /**
@@ -45,7 +52,7 @@ export function reassemblePlan(
  */
 export function verifyPublication(
   plan: PtahSchemaPlan,
-  readBack: (name: string) => ConfigMapObject | undefined,
+  readBack: (name: string) => PtahSchemaPlanChunk | undefined,
 ): PublicationCheck {
   const checked = checkChunks(plan, readBack, undefined);
   return checked.ok ? { ok: true, publishedChunks: checked.publishedChunks } : checked;
@@ -53,11 +60,16 @@ export function verifyPublication(
 
 function checkChunks(
   plan: PtahSchemaPlan,
-  read: (name: string) => ConfigMapObject | undefined,
+  read: (name: string) => PtahSchemaPlanChunk | undefined,
   /** The UIDs status committed; undefined on read-back, before there are any. */
   committed: readonly PublishedChunk[] | undefined,
 ):
-  | { readonly ok: true; readonly bytes: Uint8Array; readonly publishedChunks: readonly PublishedChunk[] }
+  | {
+      readonly ok: true;
+      readonly bytes: Uint8Array;
+      readonly chunks: readonly Uint8Array[];
+      readonly publishedChunks: readonly PublishedChunk[];
+    }
   | ReassemblyFailure {
   const planName = plan.metadata.name;
   const planUID = plan.metadata.uid ?? '';
@@ -72,10 +84,10 @@ function checkChunks(
     ) {
       return fail(chunk.name, 'OrderMismatch', `chunk ${i} of plan ${planName} is out of order or misnamed`);
     }
-    const cm = read(chunk.name);
-    const checked = checkChunk(chunk, planUID, cm, entry?.uid);
+    const stored = read(chunk.name);
+    const checked = checkChunk(chunk, planUID, stored, entry?.uid);
     if (!checked.ok) return fail(chunk.name, checked.reason, checked.message);
-    const uid = cm?.metadata.uid;
+    const uid = stored?.metadata.uid;
     if (uid === undefined || uid === '')
       return fail(chunk.name, 'UIDMismatch', `chunk ${chunk.name} was read back without a UID`);
     parts.push(checked.bytes);
@@ -92,7 +104,7 @@ function checkChunks(
   if (sha256Digest(bytes) !== plan.spec.binding.planContentDigest) {
     return fail(planName, 'PlanDigestMismatch', `plan ${planName} does not reassemble to its content digest`);
   }
-  return { ok: true, bytes, publishedChunks };
+  return { ok: true, bytes, chunks: parts, publishedChunks };
 }
 
 function fail(failing: string, reason: ReassemblyFailure['reason'], message: string): ReassemblyFailure {

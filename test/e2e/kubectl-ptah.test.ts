@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
 import { findKubernetesBinaries } from '../env/k8s-binaries.ts';
 import { builtProgram } from '../env/build-output.ts';
 import { at, declareSchema, dumpDebug, query, useE2E, waitForPhase, type E2E } from './harness.ts';
@@ -64,8 +65,11 @@ async function currentPlan(e: E2E, schema: string): Promise<PtahSchemaPlan> {
 async function storedBytes(e: E2E, plan: PtahSchemaPlan): Promise<Buffer> {
   const parts: Buffer[] = [];
   for (const chunk of plan.spec.chunks) {
-    const cm = await e.core.readNamespacedConfigMap({ namespace: e.namespace, name: chunk.name });
-    parts.push(Buffer.from(cm.binaryData!['chunk']!, 'base64'));
+    const stored = (await e.objects.getNamespacedCustomObject({
+      ...at(e, 'ptahschemaplanchunks'),
+      name: chunk.name,
+    })) as PtahSchemaPlanChunk;
+    parts.push(Buffer.from(stored.spec.data, 'base64'));
   }
   return Buffer.concat(parts);
 }
@@ -116,7 +120,7 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     const denied = await kubectl(approver(), ['ptah', 'plan', 'plugin', '-n', ns]);
     assert.equal(denied.code, 1, denied.stderr);
     assert.equal(denied.stdout, '');
-    assert.match(denied.stderr, /not allowed to read configmaps\/\S+-000 .*ptah-plan-reader/);
+    assert.match(denied.stderr, /not allowed to read ptahschemaplanchunks\/\S+-000 .*ptah-plan-reader/);
 
     await bindPlanReader(e2e());
     const sql = await kubectl(approver(), ['ptah', 'plan', 'plugin', '-n', ns]);
@@ -161,18 +165,23 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     // between the person and the replaced chunk.
     await e2e().manager?.stop(5_000);
     // Same name, same owner, same bytes: only the UID tells it is not the chunk publication committed.
-    const original = await e2e().core.readNamespacedConfigMap({ namespace: ns, name });
-    await e2e().core.deleteNamespacedConfigMap({ namespace: ns, name });
-    await e2e().core.createNamespacedConfigMap({
-      namespace: ns,
+    const chunks = { ...at(e2e(), 'ptahschemaplanchunks'), namespace: ns };
+    const original = (await e2e().objects.getNamespacedCustomObject({
+      ...chunks,
+      name,
+    })) as PtahSchemaPlanChunk;
+    await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name });
+    await e2e().objects.createNamespacedCustomObject({
+      ...chunks,
       body: {
+        apiVersion: original.apiVersion,
+        kind: original.kind,
         metadata: {
           name,
-          labels: original.metadata!.labels!,
-          ownerReferences: original.metadata!.ownerReferences!,
+          labels: original.metadata.labels!,
+          ownerReferences: original.metadata.ownerReferences!,
         },
-        immutable: true,
-        binaryData: original.binaryData!,
+        spec: original.spec,
       },
     });
     const refused = await kubectl(admin(), ['ptah', 'plan', 'tampered', '-n', ns]);

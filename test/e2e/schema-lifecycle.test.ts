@@ -307,18 +307,18 @@ describe('PtahSchema from a ConfigMap source', { skip }, () => {
     await eventually(
       'only the current plan and its chunks are kept',
       async () => {
-        const chunks = await e2e().core.listNamespacedConfigMap({
-          namespace: e2e().namespace,
+        const chunks = (await e2e().objects.listNamespacedCustomObject({
+          ...at(e2e(), 'ptahschemaplanchunks'),
           labelSelector: `app.kubernetes.io/component=plan-chunk,operator.ptah.run/plan=${plan1.name}`,
-        });
+        })) as { items: unknown[] };
         return (await planCount('edit')) === 1 && chunks.items.length === 0 ? true : undefined;
       },
       30_000,
     );
-    const current = await e2e().core.listNamespacedConfigMap({
-      namespace: e2e().namespace,
+    const current = (await e2e().objects.listNamespacedCustomObject({
+      ...at(e2e(), 'ptahschemaplanchunks'),
       labelSelector: `app.kubernetes.io/component=plan-chunk,operator.ptah.run/plan=${second.status!.plan!.name}`,
-    });
+    })) as { items: unknown[] };
     assert.ok(current.items.length > 0, 'the current plan keeps its chunks');
     // The retired plan cannot be approved any more.
     const stale = await createApproval(e2e(), 'edit-stale', {

@@ -13,6 +13,7 @@ import { coordinationDigest, realmLeaseName } from '../../src/api/fingerprint.ts
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../src/api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
 import { LEASE_EPOCH_ANNOTATION } from '../../src/controller/realm/realm-lease.ts';
 import {
   at,
@@ -102,21 +103,26 @@ describe('PtahSchema promises under misuse', { skip }, () => {
     // Chunks are immutable: a cluster admin replaces one by deleting and recreating it, other bytes inside.
     // The forgery copies the owner and labels, so it has the shape the chunk admission policy admits: only
     // the bytes are wrong, which only the manager's read-back can tell.
-    const original = await e2e().core.readNamespacedConfigMap({ namespace: e2e().namespace, name: chunk });
-    await e2e().core.deleteNamespacedConfigMap({ namespace: e2e().namespace, name: chunk });
+    const chunks = at(e2e(), 'ptahschemaplanchunks');
+    const original = (await e2e().objects.getNamespacedCustomObject({
+      ...chunks,
+      name: chunk,
+    })) as PtahSchemaPlanChunk;
+    await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name: chunk });
     const forged = Buffer.from('DROP TABLE public.important;\n').toString('base64');
-    await e2e().core.createNamespacedConfigMap({
-      namespace: e2e().namespace,
+    await e2e().objects.createNamespacedCustomObject({
+      ...chunks,
       body: {
+        apiVersion: original.apiVersion,
+        kind: original.kind,
         metadata: {
           name: chunk,
-          labels: original.metadata?.labels ?? {},
-          ...(original.metadata?.ownerReferences !== undefined
+          labels: original.metadata.labels ?? {},
+          ...(original.metadata.ownerReferences !== undefined
             ? { ownerReferences: original.metadata.ownerReferences }
             : {}),
         },
-        immutable: true,
-        binaryData: Object.fromEntries(Object.keys(original.binaryData ?? {}).map((k) => [k, forged])),
+        spec: { data: forged },
       },
     });
 

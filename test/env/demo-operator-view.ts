@@ -1,12 +1,12 @@
 /**
  * What the operator demo shows a person: phase and condition changes as they happen, a published plan's
- * statements (rebuilt from its chunk ConfigMaps and checked like an Apply checks them), the database's
+ * statements (rebuilt from its chunk objects and checked like an Apply checks them), the database's
  * tables and rows, and the resource's journal. Read-only; nothing here prints a credential.
  */
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
-import type { ConfigMapObject } from '../../src/api/core.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
 import { reassemblePlan } from '../../src/plan-store/reassemble-plan.ts';
 import { readPlan, type PlanDocument } from '../../src/engine/plan-file.ts';
 
@@ -81,14 +81,20 @@ export function explainStop(schema: WatchedResource): string {
 
 /** Reads a plan's chunks as the caller and rebuilds its bytes with every check an Apply makes. */
 export async function readPublishedPlan(
-  core: k8s.CoreV1Api,
+  objects: k8s.CustomObjectsApi,
   plan: PtahSchemaPlan,
 ): Promise<{ document: PlanDocument; size: number; chunks: number }> {
   const namespace = plan.metadata.namespace ?? '';
-  const read = new Map<string, ConfigMapObject>();
+  const read = new Map<string, PtahSchemaPlanChunk>();
   for (const chunk of plan.spec.chunks) {
-    const cm = await core.readNamespacedConfigMap({ namespace, name: chunk.name });
-    read.set(chunk.name, cm as unknown as ConfigMapObject);
+    const stored = await objects.getNamespacedCustomObject({
+      group: 'operator.ptah.run',
+      version: 'v1alpha1',
+      plural: 'ptahschemaplanchunks',
+      namespace,
+      name: chunk.name,
+    });
+    read.set(chunk.name, stored as PtahSchemaPlanChunk);
   }
   const rebuilt = reassemblePlan(plan, (name) => read.get(name));
   if (!rebuilt.ok)

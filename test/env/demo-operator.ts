@@ -213,7 +213,7 @@ async function workedExample(demo: Demo): Promise<void> {
     ...at(namespace, 'ptahschemaplans'),
     name: current.name,
   })) as PtahSchemaPlan;
-  const published = await readPublishedPlan(userCore, plan);
+  const published = await readPublishedPlan(userObjects, plan);
   console.log(
     `fingerprint ${plan.spec.fingerprint}\n` +
       `${published.document.statements.length} statements, ${published.size} bytes in ${published.chunks} chunk ConfigMap(s), ` +

@@ -48,7 +48,9 @@ import {
   buildSchemaJob,
   type ManagerIdentity,
 } from '../../src/controller/jobs/operation-job.ts';
-import { buildChunkConfigMap } from '../../src/plan-store/chunk-config-map.ts';
+import { buildPlanChunk } from '../../src/plan-store/plan-chunk.ts';
+import { buildPlanProjection } from '../../src/plan-store/plan-projection.ts';
+import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../src/plan-store/build-plan.ts';
 import { buildSourceSnapshot } from '../../src/sources/snapshot-config-map.ts';
 import type { ConfigMapObject } from '../../src/api/core.ts';
@@ -346,14 +348,26 @@ function schemaPlan(inputs: PlanInputs = planInputs, sql = 'CREATE TABLE orders 
   );
 }
 
-/** A chunk of the plan of `sql`: the live one, or (another statement) one only dry runs create. */
-function chunk(sql = 'CREATE TABLE live (id bigint);\n'): ConfigMapObject {
+/** The plan of `sql` with the live plan's UID (the live plan exists: garbage collection would take a
+ * chunk or projection whose owner does not). */
+function ownerPlan(sql: string) {
   const built = schemaPlan(planInputs, sql);
-  return buildChunkConfigMap(
-    // The live chunk's owner exists (garbage collection would take a chunk whose plan does not).
-    { ...built.plan, metadata: { ...built.plan.metadata, uid: uids.livePlan || 'plan-uid' } },
-    built.pieces[0]!,
-  );
+  return {
+    ...built,
+    plan: { ...built.plan, metadata: { ...built.plan.metadata, uid: uids.livePlan || 'plan-uid' } },
+  };
+}
+
+/** A chunk of the plan of `sql`: the live one, or (another statement) one only dry runs create. */
+function chunk(sql = 'CREATE TABLE live (id bigint);\n'): PtahSchemaPlanChunk {
+  const { plan, pieces } = ownerPlan(sql);
+  return buildPlanChunk(plan, pieces[0]!);
+}
+
+/** The projection an Apply of the plan of `sql` mounts: the live one, or one only dry runs create. */
+function projection(sql = 'CREATE TABLE live (id bigint);\n'): ConfigMapObject {
+  const { plan, pieces } = ownerPlan(sql);
+  return buildPlanProjection(plan, pieces[0]!.name, pieces[0]!.bytes);
 }
 
 /** A snapshot of `sql`: the live one, or (another file) one only dry runs create. */
@@ -433,7 +447,10 @@ function migrationPlan(managerImage = MANAGER_IMAGE): object {
   };
 }
 
-/** Objects the update and deletion rows act on: a running Job, a person's ConfigMap, a chunk, a snapshot. */
+/**
+ * Objects the update and deletion rows act on: a running Job, a person's ConfigMap, a chunk, its projection,
+ * a snapshot.
+ */
 async function createTypedObjects(admin: Identity): Promise<void> {
   await as.manager.batch.createNamespacedJob({ namespace, body: jobs.observe('live') });
   await admin.core.createNamespacedConfigMap({
@@ -448,7 +465,8 @@ async function createTypedObjects(admin: Identity): Promise<void> {
     body: schemaPlan(planInputs, 'CREATE TABLE live (id bigint);\n').plan,
   })) as { metadata: { uid: string } };
   uids.livePlan = plan.metadata.uid;
-  await as.manager.core.createNamespacedConfigMap({ namespace, body: chunk() as k8s.V1ConfigMap });
+  await as.manager.objects.createNamespacedCustomObject({ ...at('ptahschemaplanchunks'), body: chunk() });
+  await as.manager.core.createNamespacedConfigMap({ namespace, body: projection() as k8s.V1ConfigMap });
   await as.manager.core.createNamespacedConfigMap({ namespace, body: snapshot() as k8s.V1ConfigMap });
 }
 
@@ -687,8 +705,19 @@ const createJob = (who: Who, body: Job) => () =>
   as[who].batch.createNamespacedJob({ namespace, body, dryRun });
 const createConfigMap = (who: Who, body: ConfigMapObject | k8s.V1ConfigMap) => () =>
   as[who].core.createNamespacedConfigMap({ namespace, body: body as k8s.V1ConfigMap, dryRun });
+const createChunk = (who: Who, body: PtahSchemaPlanChunk) => () =>
+  as[who].objects.createNamespacedCustomObject({ ...at('ptahschemaplanchunks'), body, dryRun });
 const createPlan = (who: Who, plural: string, body: object) => () =>
   as[who].objects.createNamespacedCustomObject({ ...at(plural), body, dryRun });
+
+const schemaOwner = () => ({
+  apiVersion: GROUP_VERSION,
+  kind: 'PtahSchema',
+  name: 'orders',
+  uid: uids.schema,
+  controller: true,
+  blockOwnerDeletion: true,
+});
 
 function typedRows(): Row[] {
   const job = (message: string) => denied(JOB_POLICY_NAME, `Job ptah-[-a-z0-9]+${message}`);
@@ -974,14 +1003,24 @@ function typedRows(): Row[] {
         }),
       },
       {
-        id: `chunk: ${who} forges a plan chunk holding a second key`,
+        id: `chunk: ${who} forges a plan chunk owned by nothing`,
         policy: CHUNK_POLICY_NAME,
         who,
+        expect: denied(CHUNK_POLICY_NAME, 'plan chunk ptah-plan-[0-9a-f]+-000 must have exactly one owner'),
+        send: createChunk(who, { ...chunk(), metadata: { ...chunk().metadata, ownerReferences: [] } }),
+      },
+      {
+        id: `config-map: ${who} forges a plan projection holding a second key`,
+        policy: CONFIG_MAP_POLICY_NAME,
+        who,
         expect: denied(
-          CHUNK_POLICY_NAME,
-          'plan chunk ptah-plan-[0-9a-f]+-000 is immutable and holds one binaryData key',
+          CONFIG_MAP_POLICY_NAME,
+          'plan projection ptah-plan-[0-9a-f]+-000 is immutable and holds one binaryData key',
         ),
-        send: createConfigMap(who, { ...chunk(), binaryData: { ...chunk().binaryData, extra: 'AA==' } }),
+        send: createConfigMap(who, {
+          ...projection(),
+          binaryData: { ...projection().binaryData, extra: 'AA==' },
+        }),
       },
       {
         id: `config-map: ${who} forges a mutable source snapshot`,
@@ -1032,34 +1071,67 @@ function typedRows(): Row[] {
       'chunk: the manager creates a plan chunk',
       CHUNK_POLICY_NAME,
       'admitted',
-      createConfigMap('manager', chunk('SELECT 1;\n')),
+      createChunk('manager', chunk('SELECT 1;\n')),
     ),
     manager(
       'chunk: a chunk owned by the schema, not its plan',
       CHUNK_POLICY_NAME,
       denied(CHUNK_POLICY_NAME, 'plan chunk \\S+ must have exactly one owner'),
-      createConfigMap('manager', {
+      createChunk('manager', {
         ...chunk(),
-        metadata: {
-          ...chunk().metadata,
-          ownerReferences: [
-            {
-              apiVersion: GROUP_VERSION,
-              kind: 'PtahSchema',
-              name: 'orders',
-              uid: uids.schema,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
-        },
+        metadata: { ...chunk().metadata, ownerReferences: [schemaOwner()] },
       }),
     ),
     manager(
       'chunk: a chunk under another name',
       CHUNK_POLICY_NAME,
       denied(CHUNK_POLICY_NAME, 'plan chunk renamed must be named <plan>-NNN'),
-      createConfigMap('manager', { ...chunk(), metadata: { ...chunk().metadata, name: 'renamed' } }),
+      createChunk('manager', { ...chunk(), metadata: { ...chunk().metadata, name: 'renamed' } }),
+    ),
+    manager(
+      'config-map: the manager creates a plan projection',
+      CONFIG_MAP_POLICY_NAME,
+      'admitted',
+      createConfigMap('manager', projection('SELECT 1;\n')),
+    ),
+    manager(
+      'config-map: a projection owned by the schema, not its plan',
+      CONFIG_MAP_POLICY_NAME,
+      denied(CONFIG_MAP_POLICY_NAME, 'plan projection \\S+ must have exactly one owner'),
+      createConfigMap('manager', {
+        ...projection(),
+        metadata: { ...projection().metadata, ownerReferences: [schemaOwner()] },
+      }),
+    ),
+    manager(
+      'config-map: a mutable projection',
+      CONFIG_MAP_POLICY_NAME,
+      denied(CONFIG_MAP_POLICY_NAME, 'plan projection \\S+ is immutable'),
+      createConfigMap('manager', { ...projection(), immutable: false }),
+    ),
+    manager(
+      'config-map: a projection under another name',
+      CONFIG_MAP_POLICY_NAME,
+      denied(CONFIG_MAP_POLICY_NAME, 'plan projection renamed must be named <plan>-NNN'),
+      createConfigMap('manager', {
+        ...projection(),
+        metadata: { ...projection().metadata, name: 'renamed' },
+      }),
+    ),
+    manager(
+      'config-map: the manager creates a ConfigMap labelled as a chunk',
+      CONFIG_MAP_POLICY_NAME,
+      denied(
+        CONFIG_MAP_POLICY_NAME,
+        'the Ptah manager creates no ConfigMap but a plan projection or a source snapshot',
+      ),
+      createConfigMap('manager', {
+        ...projection(),
+        metadata: {
+          ...projection().metadata,
+          labels: { ...projection().metadata.labels, 'app.kubernetes.io/component': 'plan-chunk' },
+        },
+      }),
     ),
     manager(
       'config-map: the manager creates a source snapshot',
@@ -1072,7 +1144,7 @@ function typedRows(): Row[] {
       CONFIG_MAP_POLICY_NAME,
       denied(
         CONFIG_MAP_POLICY_NAME,
-        'the Ptah manager creates no ConfigMap but a plan chunk or a source snapshot',
+        'the Ptah manager creates no ConfigMap but a plan projection or a source snapshot',
       ),
       createConfigMap('manager', { metadata: { name: 'exfiltrate' }, data: { a: 'b' } }),
     ),
@@ -1113,10 +1185,11 @@ function typedRows(): Row[] {
       () => as.manager.core.deleteNamespacedConfigMap({ namespace, name: 'orders-schema', dryRun }),
     ),
     manager(
-      'deletion: the manager deletes a plan chunk (garbage collection does)',
+      'deletion: the manager deletes a plan projection (garbage collection does)',
       CONFIG_MAP_DELETION_POLICY_NAME,
       denied(CONFIG_MAP_DELETION_POLICY_NAME, 'the Ptah manager deletes no ConfigMap but a source snapshot'),
-      () => as.manager.core.deleteNamespacedConfigMap({ namespace, name: chunk().metadata.name, dryRun }),
+      () =>
+        as.manager.core.deleteNamespacedConfigMap({ namespace, name: projection().metadata.name, dryRun }),
     ),
     manager(
       'schema-plan: the manager creates a plan',

@@ -335,23 +335,26 @@ describe('Secrets and plan bytes', () => {
     }
   });
 
-  it('ptah-viewer reads the kinds but no ConfigMap, so no plan bytes, and writes nothing', async () => {
+  it('ptah-viewer reads the kinds but no chunk and no ConfigMap, so no plan bytes, and writes nothing', async () => {
     for (const resource of ALL_KINDS) {
       assert.equal(await userCan(VIEWER, { verb: 'list', resource }), true, resource);
       assert.equal(await userCan(VIEWER, { verb: 'create', resource }), false, resource);
     }
+    assert.equal(await userCan(VIEWER, { verb: 'get', resource: 'ptahschemaplanchunks' }), false);
     assert.equal(await userCan(VIEWER, { verb: 'get', resource: 'configmaps', group: '' }), false);
     assert.equal(await userCan(VIEWER, { verb: 'get', resource: 'secrets', group: '' }), false);
   });
 
-  it('ptah-plan-reader is what grants reading chunk ConfigMaps', async () => {
+  it('ptah-plan-reader is what grants reading plan chunks, and it reads no ConfigMap', async () => {
     const reader = 'plan-reader@example.com';
-    assert.equal(await userCan(reader, { verb: 'get', resource: 'configmaps', group: '' }), false);
+    assert.equal(await userCan(reader, { verb: 'get', resource: 'ptahschemaplanchunks' }), false);
     await bind('ptah-plan-reader', reader);
     await eventuallyTrue('the plan-reader binding to take effect', () =>
-      userCan(reader, { verb: 'get', resource: 'configmaps', group: '' }),
+      userCan(reader, { verb: 'get', resource: 'ptahschemaplanchunks' }),
     );
+    assert.equal(await userCan(reader, { verb: 'get', resource: 'ptahschemaplans' }), true);
+    assert.equal(await userCan(reader, { verb: 'get', resource: 'configmaps', group: '' }), false);
+    assert.equal(await userCan(reader, { verb: 'create', resource: 'ptahschemaplanchunks' }), false);
     assert.equal(await userCan(reader, { verb: 'get', resource: 'secrets', group: '' }), false);
-    assert.equal(await userCan(reader, { verb: 'create', resource: 'configmaps', group: '' }), false);
   });
 });

@@ -1,20 +1,25 @@
 /**
- * The three ConfigMap policies. The manager creates two kinds of ConfigMap and deletes one:
+ * The plan-chunk policy and the two ConfigMap policies. The manager creates two kinds of ConfigMap and
+ * deletes one:
  *
- * - `ptah-plan-chunk-shape`: a plan chunk, the immutable ConfigMap an Apply mounts as its plan projection:
- *   named `<plan>-NNN`, labelled with its plan and schema, one `chunk` key of bytes, owned by its plan and by
- *   nothing else. It judges every ConfigMap labelled as a chunk, whoever sends it. No image or state version:
- *   a chunk is bound to its plan by name and owner, and the plan names the manager.
- * - `ptah-config-map-shape`: the manager creates no ConfigMap but a chunk or a source snapshot; a snapshot
- *   (also when anyone else creates one labelled as such) is `ptah-src-<32 hex>`, immutable, the manifest and
- *   indexed file keys as bytes, the content digest its one annotation, owned by the resource its label
- *   names. No image or state version: a snapshot is bound to its resource, and its bytes to its source by the
- *   content digest every operation checks.
+ * - `ptah-plan-chunk-shape`: a PtahSchemaPlanChunk is named `<plan>-NNN`, labelled with its plan and schema,
+ *   owned by its plan and by nothing else (its bytes are the CRD's: one `data` field, immutable). It judges
+ *   every chunk created, whoever sends it. No image or state version: a chunk is bound to its plan by name
+ *   and owner, and the plan names the manager.
+ * - `ptah-config-map-shape`: the manager creates no ConfigMap but a plan projection or a source snapshot.
+ *   A projection (the copy of a chunk an Apply mounts; also when anyone else creates one labelled as such) is
+ *   named `<plan>-NNN`, immutable, one `chunk` key of bytes, owned by the plan its label names and nothing
+ *   else. A snapshot is `ptah-src-<32 hex>`, immutable, the manifest and indexed file keys as bytes, the
+ *   content digest its one annotation, owned by the resource its label names. No image or state version: a
+ *   projection is bound to its plan by name and owner (and its bytes to its chunk by vcontrollerwrite); a
+ *   snapshot is bound to its resource, and its bytes to its source by the content digest every operation
+ *   checks.
  * - `ptah-config-map-deletion`: the manager deletes no ConfigMap but a source snapshot (a source, a CA
- *   bundle or a verification policy is a person's; a chunk goes with its plan, by garbage collection).
+ *   bundle or a verification policy is a person's; a projection goes with its plan, by garbage collection).
  */
-import { GROUP_VERSION, LABELS, MANAGED_BY } from '../../api/meta.ts';
-import { CHUNK_COMPONENT, CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { API_GROUP, GROUP_VERSION, LABELS, MANAGED_BY } from '../../api/meta.ts';
+import { CHUNK_COMPONENT } from '../../plan-store/plan-chunk.ts';
+import { CHUNK_KEY, PROJECTION_COMPONENT } from '../../plan-store/plan-projection.ts';
 import {
   CONTENT_DIGEST_ANNOTATION,
   SNAPSHOT_COMPONENT,
@@ -36,26 +41,35 @@ const onlyBytes = (keys: string) =>
 const ownedBy = (kinds: string, nameOf: string) =>
   `size(object.metadata.?ownerReferences.orValue([])) == 1 && object.metadata.ownerReferences.all(r, r.apiVersion == ${q(GROUP_VERSION)} && r.kind in ${kinds} && r.name == ${nameOf} && r.?controller == optional.of(true) && r.?blockOwnerDeletion == optional.of(true))`;
 
+const planLabel = `object.metadata.labels[?${q(LABELS.plan)}].orValue('')`;
+/** `<plan>-NNN` for the plan its label names, exactly the four labels of a plan piece, no annotation. */
+const planPieceShape = (pieceComponent: string) =>
+  `size(object.metadata.labels) == 4 && object.metadata.labels[?${q(LABELS.managedBy)}] == optional.of(${q(MANAGED_BY)}) && ${component('object')} == ${q(pieceComponent)} && ${planLabel}.matches('^ptah-plan-[0-9a-f]{24}$') && object.metadata.labels[?${q(LABELS.schema)}].orValue('') != '' && object.metadata.name.matches('^' + ${planLabel} + '-[0-9]{3}$') && size(object.metadata.?annotations.orValue({})) == 0`;
+const planPieceLabels = (pieceComponent: string) =>
+  q(
+    `${LABELS.managedBy}=${MANAGED_BY}, ${LABELS.component}=${pieceComponent}, ${LABELS.plan}, ${LABELS.schema}`,
+  );
+
 export function chunkPolicy(): GuardPolicy {
-  const plan = `object.metadata.labels[?${q(LABELS.plan)}].orValue('')`;
   return guardPolicy(CHUNK_POLICY_NAME, {
-    matchConstraints: configMaps(['CREATE']),
-    matchConditions: [
-      { name: 'a-plan-chunk', expression: `${component('object')} == ${q(CHUNK_COMPONENT)}` },
-    ],
+    matchConstraints: {
+      resourceRules: [
+        {
+          apiGroups: [API_GROUP],
+          apiVersions: ['*'],
+          resources: ['ptahschemaplanchunks'],
+          operations: ['CREATE'],
+        },
+      ],
+    },
     validations: [
       {
-        expression: `size(object.metadata.labels) == 4 && object.metadata.labels[?${q(LABELS.managedBy)}] == optional.of(${q(MANAGED_BY)}) && ${plan}.matches('^ptah-plan-[0-9a-f]{24}$') && object.metadata.labels[?${q(LABELS.schema)}].orValue('') != '' && object.metadata.name.matches('^' + ${plan} + '-[0-9]{3}$') && size(object.metadata.?annotations.orValue({})) == 0`,
-        messageExpression: `'plan chunk ' + object.metadata.name + ' must be named <plan>-NNN and carry exactly the labels ' + ${q(`${LABELS.managedBy}=${MANAGED_BY}, ${LABELS.component}=${CHUNK_COMPONENT}, ${LABELS.plan}, ${LABELS.schema}`)} + ' and no annotation'`,
+        expression: `has(object.metadata.labels) && ${planPieceShape(CHUNK_COMPONENT)}`,
+        messageExpression: `'plan chunk ' + object.metadata.name + ' must be named <plan>-NNN and carry exactly the labels ' + ${planPieceLabels(CHUNK_COMPONENT)} + ' and no annotation'`,
         reason: 'Forbidden',
       },
       {
-        expression: `${onlyBytes(`k == ${q(CHUNK_KEY)}`)} && ${q(CHUNK_KEY)} in object.binaryData`,
-        messageExpression: `'plan chunk ' + object.metadata.name + ' is immutable and holds one binaryData key, ' + ${q(CHUNK_KEY)} + ', and no data'`,
-        reason: 'Forbidden',
-      },
-      {
-        expression: ownedBy("['PtahSchemaPlan']", plan),
+        expression: ownedBy("['PtahSchemaPlan']", planLabel),
         messageExpression: `'plan chunk ' + object.metadata.name + ' must have exactly one owner, the controller reference to the PtahSchemaPlan its label names, blocking its deletion'`,
         reason: 'Forbidden',
       },
@@ -70,8 +84,8 @@ export function configMapPolicy(release: ReleaseIdentity): GuardPolicy {
     matchConstraints: configMaps(['CREATE']),
     matchConditions: [
       {
-        name: 'by-the-manager-or-a-snapshot',
-        expression: `${byManager(release)} || ${component('object')} == ${q(SNAPSHOT_COMPONENT)}`,
+        name: 'by-the-manager-or-a-projection-or-a-snapshot',
+        expression: `${byManager(release)} || ${component('object')} in [${q(PROJECTION_COMPONENT)}, ${q(SNAPSHOT_COMPONENT)}]`,
       },
     ],
     variables: [
@@ -80,8 +94,23 @@ export function configMapPolicy(release: ReleaseIdentity): GuardPolicy {
     ],
     validations: [
       {
-        expression: `variables.component in [${q(CHUNK_COMPONENT)}, ${q(SNAPSHOT_COMPONENT)}]`,
-        messageExpression: `'the Ptah manager creates no ConfigMap but a plan chunk or a source snapshot; ' + object.metadata.name + ' is labelled ' + ${q(`${LABELS.component}=`)} + variables.component`,
+        expression: `variables.component in [${q(PROJECTION_COMPONENT)}, ${q(SNAPSHOT_COMPONENT)}]`,
+        messageExpression: `'the Ptah manager creates no ConfigMap but a plan projection or a source snapshot; ' + object.metadata.name + ' is labelled ' + ${q(`${LABELS.component}=`)} + variables.component`,
+        reason: 'Forbidden',
+      },
+      {
+        expression: `variables.component != ${q(PROJECTION_COMPONENT)} || (${planPieceShape(PROJECTION_COMPONENT)})`,
+        messageExpression: `'plan projection ' + object.metadata.name + ' must be named <plan>-NNN and carry exactly the labels ' + ${planPieceLabels(PROJECTION_COMPONENT)} + ' and no annotation'`,
+        reason: 'Forbidden',
+      },
+      {
+        expression: `variables.component != ${q(PROJECTION_COMPONENT)} || (${onlyBytes(`k == ${q(CHUNK_KEY)}`)} && ${q(CHUNK_KEY)} in object.binaryData)`,
+        messageExpression: `'plan projection ' + object.metadata.name + ' is immutable and holds one binaryData key, ' + ${q(CHUNK_KEY)} + ', and no data'`,
+        reason: 'Forbidden',
+      },
+      {
+        expression: `variables.component != ${q(PROJECTION_COMPONENT)} || (${ownedBy("['PtahSchemaPlan']", planLabel)})`,
+        messageExpression: `'plan projection ' + object.metadata.name + ' must have exactly one owner, the controller reference to the PtahSchemaPlan its label names, blocking its deletion'`,
         reason: 'Forbidden',
       },
       {

@@ -14,10 +14,11 @@ import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
 import type { ConfigMapObject } from '../../api/core.ts';
 import type { PtahMigrationPlan } from '../../api/ptah-migration-plan.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
-import { buildChunkConfigMap } from '../../plan-store/chunk-config-map.ts';
+import type { PtahSchemaPlanChunk } from '../../api/ptah-schema-plan-chunk.ts';
+import { buildPlanChunk } from '../../plan-store/plan-chunk.ts';
 import { verifyPublication } from '../../plan-store/reassemble-plan.ts';
 import type { PlanPiece } from '../../plan-store/split-plan.ts';
-import { isConflict, readConfigMap, type Plural, type PtahObjects } from '../runtime/kube.ts';
+import { isConflict, type Plural, type PtahObjects } from '../runtime/kube.ts';
 
 /** What a finished operation's result would publish: the plan object and, for a schema, its pieces. */
 export type PlanPublication =
@@ -133,7 +134,7 @@ async function commitChunks(
 ): Promise<PtahSchemaPlan> {
   if (plan.status?.publishedChunks?.length === plan.spec.chunks.length) return plan;
   const namespace = plan.metadata.namespace ?? '';
-  const readBack = new Map<string, ConfigMapObject>();
+  const readBack = new Map<string, PtahSchemaPlanChunk>();
   for (const piece of pieces) {
     const back = await writeChunk(deps, plan, piece);
     if (back !== undefined) readBack.set(piece.name, back);
@@ -162,16 +163,25 @@ async function commitChunks(
   });
 }
 
-/** One chunk written (once: it is immutable) and read back as stored. The one place chunks are stored. */
+/**
+ * One chunk written (once: it is immutable) as a PtahSchemaPlanChunk and read back as stored. The one place
+ * chunks are stored; reading them takes the plan-chunk kind, never ConfigMap access.
+ */
 async function writeChunk(
   deps: WriteDeps,
   plan: PtahSchemaPlan,
   piece: PlanPiece,
-): Promise<ConfigMapObject | undefined> {
-  const body = buildChunkConfigMap(plan, piece);
-  await createOnce(deps, body);
-  return (await readConfigMap(deps.core, body.metadata.namespace ?? '', body.metadata.name)) as
-    ConfigMapObject | undefined;
+): Promise<PtahSchemaPlanChunk | undefined> {
+  const body = buildPlanChunk(plan, piece);
+  const namespace = body.metadata.namespace ?? '';
+  deps.guard();
+  try {
+    await deps.ptah.create('ptahschemaplanchunks', namespace, body);
+  } catch (error) {
+    // A previous pass wrote it; the read-back judges what is there.
+    if (!isConflict(error)) throw error;
+  }
+  return deps.ptah.get<PtahSchemaPlanChunk>('ptahschemaplanchunks', namespace, body.metadata.name);
 }
 
 /** Creates an immutable ConfigMap; one already there under the name is what a previous pass wrote. */

@@ -36,6 +36,7 @@ export async function orUndefined<T>(p: Promise<T>): Promise<T | undefined> {
 export type Plural =
   | 'ptahschemas'
   | 'ptahschemaplans'
+  | 'ptahschemaplanchunks'
   | 'ptahschemaapprovals'
   | 'ptahmigrations'
   | 'ptahmigrationplans'

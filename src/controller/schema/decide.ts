@@ -119,7 +119,13 @@ export type PreAction =
   | DurableWrite
   | { readonly kind: 'acquireLease'; readonly durationSeconds: number }
   /** Put the deletion guard on the resource; nothing else happens in that pass. */
-  | { readonly kind: 'addFinalizer' };
+  | { readonly kind: 'addFinalizer' }
+  /**
+   * Copy the verified chunks of the plan an Apply is about to run into the ConfigMaps its Job mounts (Pods
+   * cannot mount a chunk object). Before the status write that starts the dispatch: a projection that cannot
+   * be made, or exists with other bytes, stops the pass before anything counts as dispatched.
+   */
+  | { readonly kind: 'projectPlan'; readonly plan: { readonly name: string; readonly uid: string } };
 
 export type PostAction =
   | { readonly kind: 'createJob'; readonly claim: Claim }
@@ -828,6 +834,7 @@ function dispatchApply(b: Builder, input: DecideInput, claim: Claim, leaseSecond
     return;
   }
   b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
+  b.pre.push({ kind: 'projectPlan', plan: { name: plan!.name, uid: plan!.uid } });
   st.claim = { ...claim, dispatchStarted: true };
   setPhase(b, 'Applying');
   b.cond('Applying', 'True', 'OperationInProgress', `applying plan ${plan!.name}`);

@@ -27,7 +27,7 @@ import type { RunnerResult } from '../../protocol/result.ts';
 import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
 import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
-import { reassemblePlan } from '../../plan-store/reassemble-plan.ts';
+import { projectForApply, readPlanBytes } from './plan-storage.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
@@ -52,7 +52,6 @@ import type { RealmCensus } from '../realm/realm-census.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
-import type { ConfigMapObject } from '../../api/core.ts';
 import {
   applyAuthorisation,
   decide,
@@ -62,7 +61,7 @@ import {
   type PostAction,
 } from './decide.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
-import { isConflict, orUndefined, PtahObjects, readConfigMap, readJob } from '../runtime/kube.ts';
+import { isConflict, orUndefined, PtahObjects, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 import { schemaJob } from './schema-job.ts';
@@ -237,6 +236,10 @@ export class SchemaReconciler {
       guard();
       if (isDurableWrite(pre)) {
         await performWrite(this.writes(guard), pre);
+        continue;
+      }
+      if (pre.kind === 'projectPlan') {
+        await this.project(view, pre.plan, guard);
         continue;
       }
       if (pre.kind === 'addFinalizer') {
@@ -439,6 +442,19 @@ export class SchemaReconciler {
     }
   }
 
+  /** The projections the Apply of `ref` mounts, from chunks verified in this very step. */
+  private async project(
+    view: SchemaView,
+    ref: { readonly name: string; readonly uid: string },
+    guard: WriteGuard,
+  ): Promise<void> {
+    const plan = await this.deps.ptah.get<PtahSchemaPlan>('ptahschemaplans', view.namespace, ref.name);
+    if (plan === undefined || plan.metadata.uid !== ref.uid) {
+      throw new Error(`plan ${ref.name}, which the Apply is about to run, was deleted or replaced`);
+    }
+    await projectForApply(this.deps, plan, guard);
+  }
+
   private jobFor(view: SchemaView, claim: NonNullable<SchemaView['status']['claim']>): Promise<V1Job> {
     return schemaJob(this.deps, view, claim, this.deps.manager, this.clock());
   }
@@ -591,12 +607,7 @@ export class SchemaReconciler {
       return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
     }
     if (read === 'whole') {
-      const chunks = new Map<string, ConfigMapObject>();
-      for (const c of plan.spec.chunks) {
-        const cm = await readConfigMap(this.deps.core, view.namespace, c.name);
-        if (cm !== undefined) chunks.set(c.name, cm as ConfigMapObject);
-      }
-      const r = reassemblePlan(plan, (name) => chunks.get(name));
+      const r = await readPlanBytes(this.deps.ptah, plan);
       if (!r.ok)
         return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
     }

@@ -6,7 +6,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { canonicalEngine } from '../../api/ptah-schema.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
-import { CHUNK_KEY } from '../../plan-store/chunk-config-map.ts';
+import { CHUNK_KEY } from '../../plan-store/plan-projection.ts';
 import { buildSchemaJob, type ManagerIdentity } from '../jobs/operation-job.ts';
 import { claimedPlan, type JobReaders } from '../jobs/job-readers.ts';
 import { artifactJobFor, ociJobSource } from '../snapshot/oci-inputs.ts';

@@ -33,6 +33,7 @@ describe('CRDs', () => {
       [
         ['ptahschemas.operator.ptah.run', ['ptahs']],
         ['ptahschemaplans.operator.ptah.run', ['ptahplan']],
+        ['ptahschemaplanchunks.operator.ptah.run', ['ptahchunk']],
         ['ptahschemaapprovals.operator.ptah.run', ['ptahapprove']],
         ['ptahmigrations.operator.ptah.run', ['ptahm']],
         ['ptahmigrationplans.operator.ptah.run', ['ptahmplan']],
@@ -42,12 +43,29 @@ describe('CRDs', () => {
       ],
     );
     for (const c of crds) {
-      // A PtahRealm is an admin's grant with no status: the manager only reads it.
+      // A PtahRealm is an admin's grant with no status: the manager only reads it. A plan chunk is bytes,
+      // written once, with nothing to report.
       const realm = c.spec.names.kind === 'PtahRealm';
-      assert.deepEqual(c.spec.versions[0]!.subresources, realm ? undefined : { status: {} });
+      const statusless = realm || c.spec.names.kind === 'PtahSchemaPlanChunk';
+      assert.deepEqual(c.spec.versions[0]!.subresources, statusless ? undefined : { status: {} });
       assert.equal(c.spec.scope, realm ? 'Cluster' : 'Namespaced');
       assert.equal(c.spec.versions[0]!.name, 'v1alpha1');
     }
+  });
+
+  it('holds a plan chunk to 512 KiB of bytes, immutable, its plan shown', () => {
+    const chunk = byKind('PtahSchemaPlanChunk');
+    const spec = chunk.schema.openAPIV3Schema.properties!['spec']!;
+    assert.equal(spec.properties!['data']!.format, 'byte');
+    // 512 KiB as base64: the API server counts characters of the encoded form.
+    assert.equal(spec.properties!['data']!.maxLength, 699052);
+    assert.deepEqual(spec['x-kubernetes-validations'], [
+      { rule: 'self == oldSelf', message: 'a plan chunk is immutable' },
+    ]);
+    assert.deepEqual(
+      chunk.additionalPrinterColumns.map((c) => c.name),
+      ['Plan', 'Age'],
+    );
   });
 
   it("names a realm by exactly one of coordinationKey and realmRef, and keeps a realm's engine", () => {

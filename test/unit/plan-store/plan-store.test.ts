@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConfigMapObject } from '../../../src/api/core.ts';
+import type { PtahSchemaPlanChunk } from '../../../src/api/ptah-schema-plan-chunk.ts';
 import { sha256Digest } from '../../../src/api/digest.ts';
 import { schemaPlanFingerprint } from '../../../src/api/fingerprint.ts';
 import {
@@ -10,7 +11,14 @@ import {
   type PtahSchemaPlan,
 } from '../../../src/api/ptah-schema-plan.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../../src/plan-store/build-plan.ts';
-import { buildChunkConfigMap, CHUNK_KEY, checkChunk } from '../../../src/plan-store/chunk-config-map.ts';
+import { buildPlanChunk, checkChunk } from '../../../src/plan-store/plan-chunk.ts';
+import {
+  buildPlanProjection,
+  CHUNK_KEY,
+  projectPlan,
+  ProjectionError,
+  type ProjectionStore,
+} from '../../../src/plan-store/plan-projection.ts';
 import { reassemblePlan, verifyPublication } from '../../../src/plan-store/reassemble-plan.ts';
 import { PlanSizeError, splitPlan } from '../../../src/plan-store/split-plan.ts';
 
@@ -52,10 +60,10 @@ function bytesOf(n: number): Buffer {
 function publish(bytes: Uint8Array) {
   const built = buildSchemaPlan(schema, inputs, bytes);
   const plan = { ...built.plan, metadata: { ...built.plan.metadata, uid: 'uid-plan' } };
-  const store = new Map<string, ConfigMapObject>();
+  const store = new Map<string, PtahSchemaPlanChunk>();
   for (const piece of built.pieces) {
-    const cm = buildChunkConfigMap(plan, piece);
-    store.set(cm.metadata.name, { ...cm, metadata: { ...cm.metadata, uid: `uid-${cm.metadata.name}` } });
+    const c = buildPlanChunk(plan, piece);
+    store.set(c.metadata.name, { ...c, metadata: { ...c.metadata, uid: `uid-${c.metadata.name}` } });
   }
   const published: PtahSchemaPlan = {
     ...plan,
@@ -115,13 +123,15 @@ describe('building a plan', () => {
     );
   });
 
-  it('stores each chunk immutable, owned by the plan, under one key', () => {
-    const { plan, store } = publish(bytesOf(MAX_CHUNK_BYTES + 5));
-    const cm = store.get(plan.spec.chunks[1]!.name)!;
-    assert.equal(cm.immutable, true);
-    assert.equal(cm.metadata.ownerReferences?.[0]?.uid, 'uid-plan');
-    assert.equal(cm.metadata.labels?.['operator.ptah.run/plan'], plan.metadata.name);
-    assert.deepEqual(Object.keys(cm.binaryData ?? {}), [CHUNK_KEY]);
+  it('stores each chunk as a chunk object owned by the plan, holding its raw byte cut', () => {
+    const b = bytesOf(MAX_CHUNK_BYTES + 5);
+    const { plan, store } = publish(b);
+    const chunk = store.get(plan.spec.chunks[1]!.name)!;
+    assert.equal(chunk.kind, 'PtahSchemaPlanChunk');
+    assert.equal(chunk.metadata.ownerReferences?.[0]?.uid, 'uid-plan');
+    assert.equal(chunk.metadata.labels?.['operator.ptah.run/plan'], plan.metadata.name);
+    assert.equal(chunk.metadata.labels?.['app.kubernetes.io/component'], 'plan-chunk');
+    assert.ok(Buffer.from(chunk.spec.data, 'base64').equals(b.subarray(MAX_CHUNK_BYTES)));
   });
 });
 
@@ -135,7 +145,10 @@ describe('reassembling a plan', () => {
     assert.ok(Buffer.from(r.bytes).equals(bytes));
   });
 
-  const replaceChunk = (index: number, change: (cm: ConfigMapObject) => ConfigMapObject | undefined) => {
+  const replaceChunk = (
+    index: number,
+    change: (c: PtahSchemaPlanChunk) => PtahSchemaPlanChunk | undefined,
+  ) => {
     const { plan, store } = publish(bytes);
     const name = plan.spec.chunks[index]!.name;
     const next = change(store.get(name)!);
@@ -143,9 +156,9 @@ describe('reassembling a plan', () => {
     else store.set(name, next);
     return reassemblePlan(plan, (n) => store.get(n));
   };
-  const withBytes = (cm: ConfigMapObject, b: Uint8Array): ConfigMapObject => ({
-    ...cm,
-    binaryData: { [CHUNK_KEY]: Buffer.from(b).toString('base64') },
+  const withBytes = (c: PtahSchemaPlanChunk, b: Uint8Array): PtahSchemaPlanChunk => ({
+    ...c,
+    spec: { data: Buffer.from(b).toString('base64') },
   });
 
   const failures: [string, ReturnType<typeof reassemblePlan>, string, string][] = [
@@ -163,7 +176,6 @@ describe('reassembling a plan', () => {
       'DigestMismatch',
     ],
     ['a truncated chunk', replaceChunk(2, (cm) => withBytes(cm, bytesOf(99))), '-002', 'SizeMismatch'],
-    ['a mutable chunk', replaceChunk(1, (cm) => ({ ...cm, immutable: false })), '-001', 'NotImmutable'],
     [
       'a chunk owned by something else',
       replaceChunk(1, (cm) => ({
@@ -177,8 +189,8 @@ describe('reassembling a plan', () => {
       'WrongOwner',
     ],
     [
-      'a chunk with an extra key',
-      replaceChunk(0, (cm) => ({ ...cm, data: { extra: 'x' } })),
+      'a chunk whose data is not canonical base64',
+      replaceChunk(0, (c) => ({ ...c, spec: { data: `${c.spec.data}\n` } })),
       '-000',
       'Malformed',
     ],
@@ -256,7 +268,7 @@ describe('verifying publication', () => {
     const name = plan.spec.chunks[1]!.name;
     store.set(name, {
       ...store.get(name)!,
-      binaryData: { [CHUNK_KEY]: Buffer.alloc(MAX_CHUNK_BYTES).toString('base64') },
+      spec: { data: Buffer.alloc(MAX_CHUNK_BYTES).toString('base64') },
     });
     const r = verifyPublication({ ...plan, status: {} }, (n) => store.get(n));
     assert.deepEqual(r.ok ? undefined : [r.failing, r.reason], [name, 'DigestMismatch']);
@@ -280,4 +292,64 @@ describe('verifying publication', () => {
     const apply = reassemblePlan({ ...swapped, status: plan.status! }, (n) => store.get(n));
     assert.equal(apply.ok ? undefined : apply.reason, 'OrderMismatch', 'the Apply refuses it alike');
   });
+});
+
+describe('projecting a plan for an Apply', () => {
+  const bytes = bytesOf(MAX_CHUNK_BYTES + 10);
+  const chunkBytes = [bytes.subarray(0, MAX_CHUNK_BYTES), bytes.subarray(MAX_CHUNK_BYTES)];
+  const storeOf = (existing: Map<string, ConfigMapObject>): ProjectionStore => ({
+    create: async (cm) => {
+      if (existing.has(cm.metadata.name)) return false;
+      existing.set(cm.metadata.name, cm);
+      return true;
+    },
+    get: async (n) => existing.get(n),
+  });
+
+  it('projects the chunks reassembly verified, one immutable ConfigMap each, named as the chunk', async () => {
+    const { plan, store } = publish(bytes);
+    const r = reassemblePlan(plan, (n) => store.get(n));
+    assert.ok(r.ok);
+    const written = new Map<string, ConfigMapObject>();
+    await projectPlan(storeOf(written), plan, r.chunks);
+    assert.deepEqual(
+      [...written.keys()],
+      plan.spec.chunks.map((c) => c.name),
+    );
+    const cm = written.get(plan.spec.chunks[1]!.name)!;
+    assert.equal(cm.immutable, true);
+    assert.deepEqual(
+      cm.metadata.ownerReferences?.map((o) => [o.uid, o.controller]),
+      [['uid-plan', true]],
+    );
+    assert.equal(cm.metadata.labels?.['app.kubernetes.io/component'], 'plan-projection');
+    assert.deepEqual(Object.keys(cm.binaryData ?? {}), [CHUNK_KEY]);
+    assert.ok(Buffer.from(cm.binaryData![CHUNK_KEY]!, 'base64').equals(chunkBytes[1]!));
+  });
+
+  it('uses a projection that exists when it is byte-equal, again and again', async () => {
+    const { plan } = publish(bytes);
+    const written = new Map<string, ConfigMapObject>();
+    await projectPlan(storeOf(written), plan, chunkBytes);
+    await projectPlan(storeOf(written), plan, chunkBytes);
+    assert.equal(written.size, 2);
+  });
+
+  const differing: [string, (cm: ConfigMapObject) => ConfigMapObject][] = [
+    ['other bytes', (cm) => ({ ...cm, binaryData: { [CHUNK_KEY]: Buffer.from('x').toString('base64') } })],
+    ['a mutable one', (cm) => ({ ...cm, immutable: false })],
+    ['an extra key', (cm) => ({ ...cm, data: { extra: 'x' } })],
+    ['another owner', (cm) => ({ ...cm, metadata: { ...cm.metadata, ownerReferences: [] } })],
+  ];
+  for (const [what, change] of differing) {
+    it(`refuses a projection that exists with ${what}, naming it`, async () => {
+      const { plan } = publish(bytes);
+      const name = plan.spec.chunks[1]!.name;
+      const existing = new Map([[name, change(buildPlanProjection(plan, name, chunkBytes[1]!))]]);
+      await assert.rejects(
+        projectPlan(storeOf(existing), plan, chunkBytes),
+        (e: unknown) => e instanceof ProjectionError && e.message.includes(name),
+      );
+    });
+  }
 });

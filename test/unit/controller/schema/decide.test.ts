@@ -209,7 +209,14 @@ describe('schema lifecycle decision', () => {
     d = decide(input(s, T0 + 5000, { planCheck: { ok: true } }));
     assert.equal(d.status.claim?.dispatchStarted, true);
     assert.equal(d.status.phase, 'Applying');
-    assert.ok(d.pre.some((a) => a.kind === 'acquireLease'));
+    // The plan is projected for the Job to mount before the status write that counts it as dispatched.
+    assert.deepEqual(d.pre, [
+      {
+        kind: 'acquireLease',
+        durationSeconds: d.pre[0]?.kind === 'acquireLease' ? d.pre[0].durationSeconds : 0,
+      },
+      { kind: 'projectPlan', plan: { name: 'ptah-plan-1', uid: s.status?.plan?.uid } },
+    ]);
     assert.ok(d.post.some((a) => a.kind === 'createJob'));
     s = schema(d.status);
     d = decide(
