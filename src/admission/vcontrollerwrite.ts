@@ -1,10 +1,12 @@
 /**
- * vcontrollerwrite: the objects only the manager writes — operation Jobs and source snapshot ConfigMaps —
- * are admitted only as the manager builds them. A create must come from the manager and equal the object
- * rebuilt from what status and the source say now: the Job from the owning resource's claim (and the plan
- * an Apply names), a snapshot's bytes from the source ConfigMap. An update may change nothing the writer
- * decided, but for the cleanup TTL the manager adds to a finished Job and the finalizers the garbage
- * collector moves. Each refusal names the rule and what differs.
+ * vcontrollerwrite: the objects only the manager writes — operation Jobs, source snapshot ConfigMaps, plan
+ * chunks and the plan projections an Apply mounts — are admitted only as the manager builds them. A create
+ * must come from the manager and equal the object rebuilt from what status, the plan and the source say
+ * now: the Job from the owning resource's claim (and the plan an Apply names), a snapshot's bytes from the
+ * source ConfigMap, a chunk's bytes from what its plan records for it, a projection's from its chunk
+ * (plan-pieces.ts). An update may change nothing the writer decided, but for the cleanup TTL the manager
+ * adds to a finished Job and the finalizers the garbage collector moves. Each refusal names the rule and
+ * what differs.
  *
  * The rebuilding lives with the builders (src/controller/jobs/expected-job.ts and
  * src/controller/snapshot/expected-snapshot.ts), handed in by the manager process: admission imports no
@@ -12,8 +14,10 @@
  */
 import { API_GROUP, LABELS, MANAGED_BY } from '../api/meta.ts';
 import { JOB_ANNOTATIONS, JOB_FAMILIES, MAIN_CONTAINER } from '../api/job-envelope.ts';
+import { PROJECTION_COMPONENT } from '../plan-store/plan-projection.ts';
 import { SNAPSHOT_COMPONENT, SNAPSHOT_NAME_PREFIX } from '../sources/snapshot-config-map.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
+import { rebuildPlanPiece, type PlanPieceReads } from './plan-pieces.ts';
 import { cachedThenLive, type Reads } from './reads.ts';
 import { allowed, denied, errored, type AdmissionHandler, type AdmissionRequest } from './review.ts';
 
@@ -41,7 +45,7 @@ export interface JobToRebuild {
   readonly identity: Readonly<Record<string, string>>;
 }
 
-export interface ControllerWriteSources {
+export interface ControllerWriteSources extends PlanPieceReads {
   /** The manager's username (its ServiceAccount): the only writer of these objects. */
   readonly managerUsername: string;
   /** Rebuilds from the manager's caches or from the API server (see reads.ts). */
@@ -49,7 +53,14 @@ export interface ControllerWriteSources {
   rebuildSnapshot(owner: OwningResource, snapshotName: string, reads: Reads): Promise<Rebuilt>;
 }
 
-type WrittenKind = 'Job' | 'ConfigMap';
+type WrittenKind = 'Job' | 'SourceSnapshot' | 'PlanChunk' | 'PlanProjection';
+
+const WHAT: Readonly<Record<WrittenKind, string>> = {
+  Job: 'operation Job',
+  SourceSnapshot: 'source snapshot',
+  PlanChunk: 'plan chunk',
+  PlanProjection: 'plan projection',
+};
 type Meta = {
   readonly name?: string;
   readonly uid?: string;
@@ -67,20 +78,38 @@ type Written = Readonly<Record<string, unknown>> & { readonly metadata?: Meta };
 
 export function validateControllerWrite(sources: ControllerWriteSources): AdmissionHandler {
   return async (request) => {
-    const kind = writtenKind(request);
-    if (kind === undefined)
-      return errored(400, `${CONTROLLER_WRITE_RULE} judges Jobs and ConfigMaps, not ${request.kind.kind}`);
     const object = request.object as Written | undefined;
     if (object === undefined || object === null)
       return errored(400, `${CONTROLLER_WRITE_RULE}: the request carries no object`);
+    const kind = writtenKind(request, object);
+    if (kind === undefined) {
+      return errored(
+        400,
+        `${CONTROLLER_WRITE_RULE} judges Jobs, ConfigMaps and plan chunks, not ${request.kind.kind}`,
+      );
+    }
     if (request.operation === 'UPDATE') return judgeUpdate(kind, request, object, sources);
     if (request.operation !== 'CREATE') return allowed();
     const who = request.userInfo.username ?? '';
-    const what = `${kind === 'Job' ? 'operation Job' : 'source snapshot'} ${object.metadata?.name ?? ''}`;
+    const what = `${WHAT[kind]} ${object.metadata?.name ?? ''}`;
     if (who !== sources.managerUsername) {
       return denied(
         `${CONTROLLER_WRITE_RULE}: only the manager (${sources.managerUsername}) creates ${what}; ${who || 'an anonymous requester'} may not`,
       );
+    }
+    if (kind === 'PlanChunk' || kind === 'PlanProjection') {
+      return cachedThenLive(async (reads) => {
+        const rebuilt = await rebuildPlanPiece(kind, object, request.namespace ?? '', sources, reads);
+        if (!rebuilt.ok)
+          return denied(`${CONTROLLER_WRITE_RULE}: ${what} cannot be rebuilt: ${rebuilt.reason}`);
+        const differences = objectDifferences(rebuilt.object, object);
+        if (differences.length > 0) {
+          return denied(
+            `${CONTROLLER_WRITE_RULE}: ${what} is not the object its plan rebuilds: ${differences.join('; ')}`,
+          );
+        }
+        return allowed();
+      });
     }
     const owner = owningResource(object, request.namespace ?? '');
     if (owner === undefined) {
@@ -105,7 +134,7 @@ export function validateControllerWrite(sources: ControllerWriteSources): Admiss
 
 const CREATES: Readonly<
   Record<
-    WrittenKind,
+    'Job' | 'SourceSnapshot',
     (s: ControllerWriteSources, o: OwningResource, w: Written, reads: Reads) => Promise<Rebuilt>
   >
 > = {
@@ -129,7 +158,8 @@ const CREATES: Readonly<
       reads,
     );
   },
-  ConfigMap: (sources, owner, cm, reads) => sources.rebuildSnapshot(owner, cm.metadata?.name ?? '', reads),
+  SourceSnapshot: (sources, owner, cm, reads) =>
+    sources.rebuildSnapshot(owner, cm.metadata?.name ?? '', reads),
 };
 
 /**
@@ -173,9 +203,9 @@ const JOB_SERVER_FILLED: readonly ServerFilled[] = [
   { path: 'spec.template.spec.volumes[*].projected.defaultMode', accepts: (v) => v === 0o644 },
 ];
 
-const SERVER_FILLED: Readonly<Record<WrittenKind, readonly ServerFilled[]>> = {
+const SERVER_FILLED: Readonly<Record<'Job' | 'SourceSnapshot', readonly ServerFilled[]>> = {
   Job: JOB_SERVER_FILLED,
-  ConfigMap: [],
+  SourceSnapshot: [],
 };
 
 /**
@@ -210,17 +240,28 @@ function judgeUpdate(
   };
   const differences = objectDifferences(moved(old), moved(object) as Readonly<Record<string, unknown>>);
   if (differences.length === 0) return allowed();
-  const what = `${kind === 'Job' ? 'operation Job' : 'source snapshot'} ${object.metadata?.name ?? ''}`;
+  const what = `${WHAT[kind]} ${object.metadata?.name ?? ''}`;
+  const rule =
+    kind === 'Job'
+      ? 'is changed only by the manager adding its cleanup TTL'
+      : 'is never changed but for finalizers';
   return denied(
-    `${CONTROLLER_WRITE_RULE}: ${what} is changed only by the manager adding its cleanup TTL; ${who || 'an anonymous requester'} changed: ${differences.join('; ')}`,
+    `${CONTROLLER_WRITE_RULE}: ${what} ${rule}; ${who || 'an anonymous requester'} changed: ${differences.join('; ')}`,
   );
 }
 
-function writtenKind(request: AdmissionRequest): WrittenKind | undefined {
+function writtenKind(request: AdmissionRequest, object: Written): WrittenKind | undefined {
   const { group, kind } = request.kind;
   if (group === 'batch' && kind === 'Job') return 'Job';
-  if (group === '' && kind === 'ConfigMap') return 'ConfigMap';
-  return undefined;
+  if (group === API_GROUP && kind === 'PtahSchemaPlanChunk') return 'PlanChunk';
+  if (group !== '' || kind !== 'ConfigMap') return undefined;
+  // A ConfigMap marked as a projection (now or before the update) is judged as one; any other the match
+  // condition sends is a snapshot.
+  const old = request.oldObject as Written | undefined;
+  const projection = [object, old].some(
+    (o) => o?.metadata?.labels?.[LABELS.component] === PROJECTION_COMPONENT,
+  );
+  return projection ? 'PlanProjection' : 'SourceSnapshot';
 }
 
 function owningResource(object: Written, namespace: string): OwningResource | undefined {
@@ -253,16 +294,19 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-/** CEL over `object`: the Jobs and ConfigMaps this webhook judges, by what marks them as the manager's. */
-export function controllerWriteMatch(kind: WrittenKind): string {
+/**
+ * CEL over `object`: the Jobs and ConfigMaps this webhook judges, by what marks them as the manager's. Every
+ * plan chunk is judged (the kind is the manager's alone), so the configuration needs no condition for it.
+ */
+export function controllerWriteMatch(kind: 'Job' | 'ConfigMap'): string {
+  const component = `(has(o.metadata.labels) && '${LABELS.component}' in o.metadata.labels && o.metadata.labels['${LABELS.component}']`;
   const marks =
     kind === 'Job'
       ? `o.metadata.name.startsWith('${JOB_FAMILIES.schema.namePrefix}')`
-      : `o.metadata.name.startsWith('${SNAPSHOT_NAME_PREFIX}') || (has(o.metadata.labels) && '${LABELS.component}' in o.metadata.labels && o.metadata.labels['${LABELS.component}'] == '${SNAPSHOT_COMPONENT}')`;
+      : `o.metadata.name.startsWith('${SNAPSHOT_NAME_PREFIX}') || ${component} in ['${SNAPSHOT_COMPONENT}', '${PROJECTION_COMPONENT}'])`;
   const managed = `(has(o.metadata.labels) && '${LABELS.managedBy}' in o.metadata.labels && o.metadata.labels['${LABELS.managedBy}'] == '${MANAGED_BY}')`;
   const owned = `(has(o.metadata.ownerReferences) && o.metadata.ownerReferences.exists(r, r.apiVersion.startsWith('${API_GROUP}/')))`;
-  // A ConfigMap is judged only as a snapshot: plan chunks (also the manager's) are bound to their plan and
-  // read back by the manager, and their own typed policy holds their shape.
+  // A ConfigMap is judged as a snapshot or a plan projection; a person's own ConfigMaps are never sent.
   const p = kind === 'Job' ? `(${marks} || ${managed} || ${owned})` : `(${marks})`;
   return `(object != null && [object].exists(o, ${p})) || (oldObject != null && [oldObject].exists(o, ${p}))`;
 }

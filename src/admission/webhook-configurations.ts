@@ -94,11 +94,13 @@ export function approvalWebhookConfigurations(
           [
             { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] },
             { apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] },
+            { apiGroups: [API_GROUP], apiVersions: [API_VERSION], resources: ['ptahschemaplanchunks'] },
           ],
           [
             {
-              name: 'operation-jobs-and-source-snapshots',
-              expression: `request.kind.kind == 'Job' ? (${controllerWriteMatch('Job')}) : (${controllerWriteMatch('ConfigMap')})`,
+              name: 'operation-jobs-snapshots-and-plan-pieces',
+              // Every plan chunk: only the manager makes one.
+              expression: `request.kind.kind == 'PtahSchemaPlanChunk' || (request.kind.kind == 'Job' ? (${controllerWriteMatch('Job')}) : (${controllerWriteMatch('ConfigMap')}))`,
             },
           ],
         ),
@@ -120,8 +122,9 @@ export function approvalWebhookConfigurations(
 }
 
 /**
- * A webhook over objects of other groups: the match condition selects the manager's objects (by name,
- * labels or owner, in the old or the new object, so dropping a mark is judged too); every namespace.
+ * A webhook over the objects the manager and the Job controller write (of other groups, and plan chunks):
+ * the match condition selects the manager's objects (by name, labels or owner, in the old or the new
+ * object, so dropping a mark is judged too); every namespace.
  */
 function controllerHook(
   options: ApprovalWebhookOptions,

@@ -1,11 +1,13 @@
 /**
  * What the manager process hands its vcontrollerwrite and vpodintent webhooks: its own username (the only
- * writer of operation Jobs and snapshots), and the rebuilds, made by the same builders the reconcilers
+ * writer of operation Jobs, snapshots, plan chunks and projections), and the rebuilds, made by the same builders the reconcilers
  * dispatch with, reading the manager's watches first (admission-reads.ts) or the API server. Admission
  * imports no controller code; this module joins the two in the manager.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Reads } from '../admission/reads.ts';
+import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
 import type { ControllerWriteSources } from '../admission/vcontrollerwrite.ts';
 import type { PodIntentSources } from '../admission/vpodintent.ts';
 import { cachedJob, cachedJobReaders } from './admission-reads.ts';
@@ -49,6 +51,10 @@ export function controllerWriteSources(
       managerUsername: username,
       rebuildJob: (owner, job, reads) => rebuildJob(readers[reads], manager, owner, job, clock()),
       rebuildSnapshot: async (owner, _name, reads) => rebuildSnapshot(readers[reads], owner),
+      readPlan: (namespace, name, reads) =>
+        readers[reads].ptah.get<PtahSchemaPlan>('ptahschemaplans', namespace, name),
+      readChunk: (namespace, name, reads) =>
+        readers[reads].ptah.get<PtahSchemaPlanChunk>('ptahschemaplanchunks', namespace, name),
     },
     pods: {
       readJob: (namespace, name, reads) =>

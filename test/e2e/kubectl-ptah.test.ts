@@ -156,7 +156,7 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     assert.equal(usage.code, 2);
   });
 
-  it('kubectl ptah plan refuses a plan whose chunk was replaced, and prints nothing of it', async () => {
+  it('kubectl ptah plan refuses a plan whose chunk was deleted (none can be forged in its place), and prints nothing of it', async () => {
     const ns = e2e().namespace;
     await declareSchema(e2e(), 'tampered', { data: { 'schema.sql': ORDERS } });
     const plan = await currentPlan(e2e(), 'tampered');
@@ -164,33 +164,40 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     // The manager retires a tampered plan at its next pass; stopped, only the plugin's own check stands
     // between the person and the replaced chunk.
     await e2e().manager?.stop(5_000);
-    // Same name, same owner, same bytes: only the UID tells it is not the chunk publication committed.
+    // A chunk deleted: admission refuses anyone but the manager a chunk of the same name, owner and bytes
+    // (vcontrollerwrite), so the plan stays one chunk short, and only the plugin's check stands.
     const chunks = { ...at(e2e(), 'ptahschemaplanchunks'), namespace: ns };
     const original = (await e2e().objects.getNamespacedCustomObject({
       ...chunks,
       name,
     })) as PtahSchemaPlanChunk;
     await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name });
-    await e2e().objects.createNamespacedCustomObject({
-      ...chunks,
-      body: {
-        apiVersion: original.apiVersion,
-        kind: original.kind,
-        metadata: {
-          name,
-          labels: original.metadata.labels!,
-          ownerReferences: original.metadata.ownerReferences!,
+    const recreated = await e2e()
+      .objects.createNamespacedCustomObject({
+        ...chunks,
+        body: {
+          apiVersion: original.apiVersion,
+          kind: original.kind,
+          metadata: {
+            name,
+            labels: original.metadata.labels!,
+            ownerReferences: original.metadata.ownerReferences!,
+          },
+          spec: original.spec,
         },
-        spec: original.spec,
-      },
-    });
+      })
+      .then(
+        () => 'admitted',
+        (error: unknown) => String((error as { body?: unknown }).body ?? error),
+      );
+    assert.match(recreated, /vcontrollerwrite: only the manager .* creates plan chunk/);
     const refused = await kubectl(admin(), ['ptah', 'plan', 'tampered', '-n', ns]);
     assert.equal(refused.code, 1, refused.stdout);
     assert.equal(refused.stdout, '', 'nothing of the plan is printed');
     assert.match(
       refused.stderr,
       new RegExp(
-        `plan ${plan.metadata.name} of PtahSchema tampered: does not verify \\(UIDMismatch\\): chunk ${name} was replaced`,
+        `plan ${plan.metadata.name} of PtahSchema tampered: does not verify \\(Missing\\): chunk ${name} does not exist`,
       ),
     );
     const approve = await kubectl(admin(), ['ptah', 'approve', 'tampered', '-n', ns, '--yes']);

@@ -101,8 +101,9 @@ describe('PtahSchema promises under misuse', { skip }, () => {
     })) as PtahSchemaPlan;
     const chunk = stored.spec.chunks[0]!.name;
     // Chunks are immutable: a cluster admin replaces one by deleting and recreating it, other bytes inside.
-    // The forgery copies the owner and labels, so it has the shape the chunk admission policy admits: only
-    // the bytes are wrong, which only the manager's read-back can tell.
+    // The forgery copies the owner and labels, so it has the shape the chunk admission policy admits; the
+    // controller-write webhook holds its bytes to what the plan records and refuses it. The deletion stands
+    // (nothing judges a delete): only the manager's read-back can tell the plan lost a chunk.
     const chunks = at(e2e(), 'ptahschemaplanchunks');
     const original = (await e2e().objects.getNamespacedCustomObject({
       ...chunks,
@@ -110,21 +111,27 @@ describe('PtahSchema promises under misuse', { skip }, () => {
     })) as PtahSchemaPlanChunk;
     await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name: chunk });
     const forged = Buffer.from('DROP TABLE public.important;\n').toString('base64');
-    await e2e().objects.createNamespacedCustomObject({
-      ...chunks,
-      body: {
-        apiVersion: original.apiVersion,
-        kind: original.kind,
-        metadata: {
-          name: chunk,
-          labels: original.metadata.labels ?? {},
-          ...(original.metadata.ownerReferences !== undefined
-            ? { ownerReferences: original.metadata.ownerReferences }
-            : {}),
+    const forgery = await e2e()
+      .objects.createNamespacedCustomObject({
+        ...chunks,
+        body: {
+          apiVersion: original.apiVersion,
+          kind: original.kind,
+          metadata: {
+            name: chunk,
+            labels: original.metadata.labels ?? {},
+            ...(original.metadata.ownerReferences !== undefined
+              ? { ownerReferences: original.metadata.ownerReferences }
+              : {}),
+          },
+          spec: { data: forged },
         },
-        spec: { data: forged },
-      },
-    });
+      })
+      .then(
+        () => 'admitted',
+        (error: unknown) => String((error as { body?: unknown }).body ?? error),
+      );
+    assert.match(forgery, /vcontrollerwrite: only the manager .* creates plan chunk/);
 
     // Who finds the forgery first is a race: the approval's read-back before Apply, or the manager reading
     // the plan again when it sees the chunk's deletion. If the manager was first, the plan is already

@@ -34,6 +34,11 @@ import { schemaJob } from '../../src/controller/schema/schema-job.ts';
 import { schemaView } from '../../src/controller/schema/view.ts';
 import { ManagerWatches, type CacheLookup } from '../../src/controller/watches.ts';
 import { buildSourceSnapshot } from '../../src/sources/snapshot-config-map.ts';
+import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
+import { buildSchemaPlan, type PlanInputs } from '../../src/plan-store/build-plan.ts';
+import { buildPlanChunk } from '../../src/plan-store/plan-chunk.ts';
+import { buildPlanProjection } from '../../src/plan-store/plan-projection.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
 import { eventually } from '../env/eventually.ts';
 import { installCrds } from '../env/install-crds.ts';
@@ -110,6 +115,60 @@ let unclaimed: PtahSchema;
 let claim: Claim;
 let job: k8s.V1Job;
 let snapshot: ConfigMapObject;
+/** A published plan: its chunk exists and is committed in its status. */
+let chunk: PtahSchemaPlanChunk;
+let projection: ConfigMapObject;
+/** A plan whose chunk was never written: nothing may project it. */
+let unpublishedProjection: ConfigMapObject;
+
+const planInputs = (): PlanInputs => ({
+  sourceType: 'ConfigMap',
+  configMapUID: 'cm-uid',
+  contentDigest: d('files'),
+  coordinationDigest: d('realm'),
+  targetIdentityDigest: d('route'),
+  observedStateFingerprint: d('observed'),
+  desiredStateFingerprint: d('desired'),
+  policyFingerprint: d('policy'),
+  executionEpoch: 'v1-' + 'e'.repeat(32),
+  managerImage: builtBy.managerImage,
+  managerRevision: builtBy.managerRevision,
+  controllerStateVersion: builtBy.controllerStateVersion,
+  ptahVersion: builtBy.ptahVersion,
+  runnerImage: builtBy.runnerImage,
+  runnerProtocolVersion: 1,
+  dialect: 'postgres',
+  destructive: false,
+  statementCount: 1,
+});
+
+/** A plan of `sql` created by the manager; with `publish`, its chunk written and committed as publication does. */
+async function createPlan(sql: string, publish: boolean) {
+  const built = buildSchemaPlan(schema, planInputs(), Buffer.from(sql));
+  const plan = (await as.manager.objects.createNamespacedCustomObject({
+    ...at('ptahschemaplans'),
+    body: built.plan,
+  })) as PtahSchemaPlan;
+  const piece = built.pieces[0]!;
+  const stored = buildPlanChunk(plan, piece);
+  if (publish) {
+    const written = (await as.manager.objects.createNamespacedCustomObject({
+      ...at('ptahschemaplanchunks'),
+      body: stored,
+    })) as PtahSchemaPlanChunk;
+    await as.manager.objects.replaceNamespacedCustomObjectStatus({
+      ...at('ptahschemaplans'),
+      name: plan.metadata.name,
+      body: {
+        ...plan,
+        status: {
+          publishedChunks: [{ name: piece.name, uid: written.metadata.uid!, index: 0 }],
+        },
+      },
+    });
+  }
+  return { chunk: stored, projection: buildPlanProjection(plan, piece.name, piece.bytes) };
+}
 
 async function createObjects(): Promise<void> {
   await as.clusterAdmin.core.createNamespacedConfigMap({
@@ -180,6 +239,8 @@ async function createObjects(): Promise<void> {
     name: 'orders',
     body: { ...live, status: { phase: 'Observing', claim } },
   })) as PtahSchema;
+  ({ chunk, projection } = await createPlan('CREATE TABLE published (id bigint);\n', true));
+  unpublishedProjection = (await createPlan('CREATE TABLE never (id bigint);\n', false)).projection;
   job = await schemaJob(
     { core: as.manager.core, ptah: new PtahObjects(as.manager.objects) },
     schemaView(schema),
@@ -215,6 +276,8 @@ const createJob = (who: Who, body: k8s.V1Job) => () =>
   as[who].batch.createNamespacedJob({ namespace, body, dryRun });
 const createConfigMap = (who: Who, body: ConfigMapObject) => () =>
   as[who].core.createNamespacedConfigMap({ namespace, body: body as k8s.V1ConfigMap, dryRun });
+const createChunk = (who: Who, body: PtahSchemaPlanChunk) => () =>
+  as[who].objects.createNamespacedCustomObject({ ...at('ptahschemaplanchunks'), body, dryRun });
 
 /** The name of the Job made for real, and of the Pod its controller made. */
 const live = { job: '', pod: '' };
@@ -242,6 +305,42 @@ function rows(): Row[] {
           `only the manager .* creates source snapshot ${snapshot.metadata.name}`,
         ),
         send: createConfigMap(who, snapshot),
+      },
+      {
+        id: 'a person creates the exact plan chunk',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused('vcontrollerwrite', `only the manager .* creates plan chunk ${chunk.metadata.name}`),
+        send: createChunk(who, chunk),
+      },
+      {
+        id: 'a person creates the exact plan projection',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused(
+          'vcontrollerwrite',
+          `only the manager .* creates plan projection ${projection.metadata.name}`,
+        ),
+        send: createConfigMap(who, projection),
+      },
+      {
+        id: 'a person relabels the published plan chunk',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused(
+          'vcontrollerwrite',
+          `plan chunk ${chunk.metadata.name} is never changed but for finalizers; .* changed: metadata.labels\\["extra"\\]`,
+        ),
+        send: () =>
+          as[who].objects.patchNamespacedCustomObject(
+            {
+              ...at('ptahschemaplanchunks'),
+              name: chunk.metadata.name,
+              body: { metadata: { labels: { extra: 'x' } } },
+              dryRun,
+            },
+            mergePatch,
+          ),
       },
       {
         id: 'a person changes an annotation of the running operation Job',
@@ -343,6 +442,73 @@ function rows(): Row[] {
       who: 'manager',
       expect: 'admitted',
       send: createConfigMap('manager', snapshot),
+    },
+    {
+      id: 'the manager creates the chunk its plan records',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: 'admitted',
+      send: createChunk('manager', chunk),
+    },
+    {
+      id: 'the manager creates the projection of a committed chunk',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: 'admitted',
+      send: createConfigMap('manager', projection),
+    },
+    {
+      id: 'the manager creates a chunk with other bytes of the same size',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `plan chunk ${chunk.metadata.name} cannot be rebuilt: chunk ${chunk.metadata.name} does not match its digest`,
+      ),
+      send: createChunk('manager', {
+        ...chunk,
+        spec: {
+          data: Buffer.from(
+            'DROP   TABLE published (id bigint);\n'.slice(0, Buffer.from(chunk.spec.data, 'base64').length),
+          ).toString('base64'),
+        },
+      }),
+    },
+    {
+      id: 'the manager creates a chunk with a label of its own',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `plan chunk ${chunk.metadata.name} is not the object its plan rebuilds: metadata.labels\\["extra"\\]`,
+      ),
+      send: createChunk('manager', {
+        ...chunk,
+        metadata: { ...chunk.metadata, labels: { ...chunk.metadata.labels, extra: 'x' } },
+      }),
+    },
+    {
+      id: 'the manager creates a projection with other bytes',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `plan projection ${projection.metadata.name} cannot be rebuilt: its bytes differ from those of chunk`,
+      ),
+      send: createConfigMap('manager', {
+        ...projection,
+        binaryData: { chunk: Buffer.from('DROP TABLE orders;\n').toString('base64') },
+      }),
+    },
+    {
+      id: 'the manager creates a projection of a chunk never published',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `plan projection ${unpublishedProjection.metadata.name} cannot be rebuilt: chunk \\S+ is not the one plan \\S+ committed`,
+      ),
+      send: createConfigMap('manager', unpublishedProjection),
     },
     {
       id: 'the manager adds the cleanup TTL to its Job',
