@@ -14,6 +14,7 @@ import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
 import { buildPlanChunk, checkChunkBytes, ownedByPlanOnly } from '../plan-store/plan-chunk.ts';
 import { buildPlanProjection, CHUNK_KEY } from '../plan-store/plan-projection.ts';
 import type { Reads } from './reads.ts';
+import type { Written } from './vcontrollerwrite.ts';
 
 /** What the rebuild reads: from the manager's watches where one holds the object, else the API server. */
 export interface PlanPieceReads {
@@ -26,22 +27,9 @@ export type PlanPieceKind = 'PlanChunk' | 'PlanProjection';
 export type RebuiltPiece =
   { readonly ok: true; readonly object: unknown } | { readonly ok: false; readonly reason: string };
 
-interface Piece {
-  readonly metadata?: {
-    readonly name?: string;
-    readonly ownerReferences?: readonly {
-      apiVersion?: string;
-      kind?: string;
-      name?: string;
-      uid?: string;
-      controller?: boolean;
-    }[];
-  };
-}
-
 export async function rebuildPlanPiece(
   kind: PlanPieceKind,
-  piece: Piece,
+  piece: Written,
   namespace: string,
   sources: PlanPieceReads,
   reads: Reads,
@@ -57,7 +45,11 @@ export async function rebuildPlanPiece(
   if (recorded === undefined)
     return { ok: false, reason: `plan ${plan.metadata.name} records no chunk ${name}` };
   if (kind === 'PlanChunk') {
-    const checked = checkChunkBytes(recorded, `chunk ${name}`, (piece as PtahSchemaPlanChunk).spec?.data);
+    const checked = checkChunkBytes(
+      recorded,
+      `chunk ${name}`,
+      (piece as unknown as PtahSchemaPlanChunk).spec?.data,
+    );
     if (!checked.ok) return { ok: false, reason: checked.message };
     const { bytes } = checked;
     return { ok: true, object: buildPlanChunk(plan, { ...recorded, bytes, digest: sha256Digest(bytes) }) };
@@ -71,7 +63,7 @@ export async function rebuildPlanPiece(
     return { ok: false, reason: `chunk ${name} is not owned by its plan` };
   const checked = checkChunkBytes(recorded, `chunk ${name}`, chunk.spec.data);
   if (!checked.ok) return { ok: false, reason: checked.message };
-  const projected = (piece as ConfigMapObject).binaryData?.[CHUNK_KEY];
+  const projected = (piece as unknown as ConfigMapObject).binaryData?.[CHUNK_KEY];
   if (projected !== chunk.spec.data)
     return { ok: false, reason: `its bytes differ from those of chunk ${name}` };
   return { ok: true, object: buildPlanProjection(plan, name, checked.bytes) };

@@ -74,7 +74,8 @@ type Meta = {
     controller?: boolean;
   }[];
 };
-type Written = Readonly<Record<string, unknown>> & { readonly metadata?: Meta };
+/** An admitted object as the webhook reads it: any kind, its metadata typed as far as it is used. */
+export type Written = Readonly<Record<string, unknown>> & { readonly metadata?: Meta };
 
 export function validateControllerWrite(sources: ControllerWriteSources): AdmissionHandler {
   return async (request) => {
