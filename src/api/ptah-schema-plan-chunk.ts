@@ -20,7 +20,10 @@ export const ptahSchemaPlanChunkSpec = object(
       maxLength: MAX_CHUNK_DATA_CHARS,
     }),
   },
-  { validations: [{ rule: 'self == oldSelf', message: 'a plan chunk is immutable' }] },
+  {
+    description: 'The chunk, written once by the manager when it publishes the plan; never changed.',
+    validations: [{ rule: 'self == oldSelf', message: 'a plan chunk is immutable' }],
+  },
 );
 export type PtahSchemaPlanChunkSpec = Infer<typeof ptahSchemaPlanChunkSpec>;
 

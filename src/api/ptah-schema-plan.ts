@@ -69,7 +69,9 @@ export const planBinding = object(
 export type PlanBinding = Infer<typeof planBinding>;
 
 export const planChunk = object({
-  name: objectName('Immutable ConfigMap holding the chunk.'),
+  name: objectName(
+    'The PtahSchemaPlanChunk holding the chunk, and the ConfigMap projecting it for an Apply.',
+  ),
   index: integer({
     minimum: 0,
     maximum: MAX_PLAN_CHUNKS - 1,
@@ -107,7 +109,7 @@ export const ptahSchemaPlanSpec = object(
 export type PtahSchemaPlanSpec = Infer<typeof ptahSchemaPlanSpec>;
 
 export const publishedChunk = object({
-  name: objectName('The chunk ConfigMap.'),
+  name: objectName('The PtahSchemaPlanChunk.'),
   uid: uid('UID read back after the chunk was verified.'),
   index: integer({ minimum: 0, maximum: MAX_PLAN_CHUNKS - 1, description: 'Position of the chunk.' }),
 });

@@ -1,5 +1,5 @@
 /**
- * `kubectl ptah plan <schema>`: rebuilds the schema's current (or applied) plan from its chunk ConfigMaps
+ * `kubectl ptah plan <schema>`: rebuilds the schema's current (or applied) plan from its chunks (PtahSchemaPlanChunk objects)
  * with the checks an Apply makes, and prints it only when every check passed. The plan found must be the
  * one the schema's status names, by name, UID and fingerprint; each chunk is checked for its name, the UID
  * publication committed, its owner, size and hash, and the whole for its size and content digest.

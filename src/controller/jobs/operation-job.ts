@@ -67,7 +67,7 @@ export interface ManagerIdentity {
 }
 
 export interface PlanChunkMount {
-  /** The immutable chunk ConfigMap. */
+  /** The immutable ConfigMap projecting the chunk (plan-store/plan-projection.ts). */
   readonly configMapName: string;
   /** The key inside it that holds the chunk bytes. */
   readonly key: string;
