@@ -1,7 +1,8 @@
 // Admission latency: the manager's webhook server (the handlers and rebuilds the manager process wires) on
 // the local control plane, each webhook sent AdmissionReviews 50 at a time over HTTPS, as the API server
 // sends them (from a thread of its own, bench/admission-client.ts, as the API server is another process): vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
-// and compared) and its snapshot (the source read and rebuilt), vpodintent judging the Job controller's Pod
+// and compared), its snapshot (the source read and rebuilt), a plan chunk (its plan read, the bytes held to
+// the plan's record) and a plan projection (its plan and its chunk read), vpodintent judging the Job controller's Pod
 // (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
 // The rebuilds read what the manager's watches hold, as in the manager process; PTAH_BENCH_READS=live sends
 // every read to the API server instead (the webhooks before they read the watches), for comparison;
@@ -31,6 +32,11 @@ import { schemaJob } from '../src/controller/schema/schema-job.ts';
 import { schemaView } from '../src/controller/schema/view.ts';
 import { ManagerWatches, NO_CACHE } from '../src/controller/watches.ts';
 import { buildSourceSnapshot } from '../src/sources/snapshot-config-map.ts';
+import type { PtahSchemaPlan } from '../src/api/ptah-schema-plan.ts';
+import type { PtahSchemaPlanChunk } from '../src/api/ptah-schema-plan-chunk.ts';
+import { buildSchemaPlan } from '../src/plan-store/build-plan.ts';
+import { buildPlanChunk } from '../src/plan-store/plan-chunk.ts';
+import { buildPlanProjection } from '../src/plan-store/plan-projection.ts';
 import { startControlPlane } from '../test/env/controlplane.ts';
 import { eventually } from '../test/env/eventually.ts';
 import { createCertificateAuthority, issueCertificate } from '../test/env/pki.ts';
@@ -144,13 +150,55 @@ try {
     60_000,
   );
 
+  // A published plan: its chunk stored and committed, as publication leaves it; a projection of it to judge.
+  const built = buildSchemaPlan(
+    schema,
+    {
+      sourceType: 'ConfigMap',
+      configMapUID: source.metadata.uid!,
+      contentDigest: d('files'),
+      coordinationDigest: d('realm'),
+      targetIdentityDigest: d('route'),
+      observedStateFingerprint: d('observed'),
+      desiredStateFingerprint: d('desired'),
+      policyFingerprint: d('policy'),
+      executionEpoch: `v1-${'e'.repeat(32)}`,
+      ...builtBy,
+      runnerProtocolVersion: 1,
+      dialect: 'postgres',
+      destructive: false,
+      statementCount: 1,
+    },
+    Buffer.from('CREATE TABLE orders (id bigint);\n'),
+  );
+  const plans = { ...at, plural: 'ptahschemaplans' };
+  const plan = (await objects.createNamespacedCustomObject({ ...plans, body: built.plan })) as PtahSchemaPlan;
+  const piece = built.pieces[0]!;
+  const chunk = buildPlanChunk(plan, piece);
+  const storedChunk = (await objects.createNamespacedCustomObject({
+    ...at,
+    plural: 'ptahschemaplanchunks',
+    body: chunk,
+  })) as PtahSchemaPlanChunk;
+  await objects.replaceNamespacedCustomObjectStatus({
+    ...plans,
+    name: plan.metadata.name,
+    body: {
+      ...plan,
+      status: { publishedChunks: [{ name: piece.name, uid: storedChunk.metadata.uid!, index: 0 }] },
+    },
+  });
+  const projection = buildPlanProjection(plan, piece.name, piece.bytes);
+
   // The manager's watches, as its process keeps them (here they wake no queue: nothing reconciles).
   const watches = new ManagerWatches(admin, pino({ level: 'silent' }));
   const stopWatches = new AbortController();
   if (READS === 'cached') {
     watches.start(stopWatches.signal, () => undefined);
     await eventually('the manager watches list', async () =>
-      (['ptahschemas', 'jobs', 'configmaps'] as const).every((w) => watches.synced(w)) ? true : undefined,
+      (['ptahschemas', 'jobs', 'configmaps', 'ptahschemaplans'] as const).every((w) => watches.synced(w))
+        ? true
+        : undefined,
     );
   }
   const sources = controllerWriteSources(
@@ -209,6 +257,26 @@ try {
       'vcontrollerwrite (snapshot)',
       WEBHOOK_PATHS.vcontrollerwrite,
       review({ group: '', version: 'v1', kind: 'ConfigMap' }, 'configmaps', cp.identities.manager, snapshot),
+    ],
+    [
+      'vcontrollerwrite (plan chunk)',
+      WEBHOOK_PATHS.vcontrollerwrite,
+      review(
+        { group: API_GROUP, version: API_VERSION, kind: 'PtahSchemaPlanChunk' },
+        'ptahschemaplanchunks',
+        cp.identities.manager,
+        chunk,
+      ),
+    ],
+    [
+      'vcontrollerwrite (projection)',
+      WEBHOOK_PATHS.vcontrollerwrite,
+      review(
+        { group: '', version: 'v1', kind: 'ConfigMap' },
+        'configmaps',
+        cp.identities.manager,
+        projection,
+      ),
     ],
     [
       'vpodintent (Pod)',

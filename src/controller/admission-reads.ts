@@ -5,7 +5,9 @@
  *   - a running operation Job, with its Pod template, from the cache of the manager's Jobs;
  *   - a person's ConfigMap (a source, a verification policy): its watch holds metadata only, so the data of
  *     the few read here is kept beside it and served while the watched resourceVersion is the one kept;
- *   - a plan, read once per Apply Job, from the API server (its watch holds metadata only).
+ *   - a plan (an Apply Job's, or the owner of a plan chunk or projection) from its cache: plans are watched
+ *     whole;
+ *   - a plan chunk, which no watch holds (up to 8 MiB a plan), from the API server.
  * A watch that has not listed, or a cache without the object, sends the read to the API server. The
  * webhooks decide again from the API server whatever these reads do not admit (src/admission/reads.ts).
  */
@@ -18,6 +20,8 @@ import type { CacheLookup, CachedKind } from './watches.ts';
 const CACHED_RESOURCES: Partial<Record<Plural, CachedKind>> = {
   ptahschemas: 'ptahschemas',
   ptahmigrations: 'ptahmigrations',
+  ptahschemaplans: 'ptahschemaplans',
+  ptahmigrationplans: 'ptahmigrationplans',
 };
 
 export function cachedJobReaders(

@@ -40,7 +40,8 @@ export function migrationKey(namespace: string, name: string): string {
 }
 
 /** The caches another reader may consult, and what each holds (see startWatches below). */
-export type CachedKind = 'ptahschemas' | 'ptahmigrations' | 'jobs' | 'configmaps';
+export type CachedKind =
+  'ptahschemas' | 'ptahmigrations' | 'ptahschemaplans' | 'ptahmigrationplans' | 'jobs' | 'configmaps';
 
 export interface CacheLookup {
   /**
@@ -122,8 +123,9 @@ export class ManagerWatches implements CacheLookup {
     });
     this.approvals = informer<WatchedApproval>('ptahschemaapprovals', withoutBookkeeping);
     // A plan deleted (or replaced) under a waiting resource is noticed at once, not at the next interval;
-    // its labels name the resource, which is all the event needs.
-    this.plans = informer<Watched>('ptahschemaplans', metadataOf);
+    // its labels name the resource. Plans are kept whole (a few KB each, written once): the webhooks read
+    // the plan an Apply Job, a chunk or a projection names from here before the API server.
+    this.plans = informer<Watched>('ptahschemaplans', withoutBookkeeping);
     const [approvals, acknowledgments] = (
       ['ptahmigrationapprovals', 'ptahmigrationrunacknowledgments'] as const
     ).map((plural) => informer<WatchedMigrationDecision>(plural, withoutBookkeeping)) as [
@@ -131,7 +133,7 @@ export class ManagerWatches implements CacheLookup {
       Cache<WatchedMigrationDecision>,
     ];
     this.migrationDecisions = [approvals, acknowledgments];
-    this.migrationPlans = informer<Watched>('ptahmigrationplans', metadataOf);
+    this.migrationPlans = informer<Watched>('ptahmigrationplans', withoutBookkeeping);
     this.realms = informer<Watched>('ptahrealms', metadataOf);
     const as = <T extends Watched>(c: Cache<T>) => c as unknown as Cache<Watched>;
     this.byKind = {
@@ -139,14 +141,14 @@ export class ManagerWatches implements CacheLookup {
       ptahmigrations: as(this.migrations),
       jobs: as(this.jobs),
       configmaps: as(this.configMaps),
+      ptahschemaplans: this.plans,
+      ptahmigrationplans: this.migrationPlans,
     };
     this.all = {
       ...this.byKind,
       ptahschemaapprovals: as(this.approvals),
-      ptahschemaplans: this.plans,
       ptahmigrationapprovals: as(approvals),
       ptahmigrationrunacknowledgments: as(acknowledgments),
-      ptahmigrationplans: this.migrationPlans,
       ptahrealms: this.realms,
     };
   }

@@ -58,11 +58,18 @@ describe('the webhooks read the manager caches first', () => {
       core: kc.makeApiClient(k8s.CoreV1Api),
       ptah: new PtahObjects(kc.makeApiClient(k8s.CustomObjectsApi)),
     };
-    const readers = cachedJobReaders(holding({ 'ptahschemas/orders': schema }), live);
+    const plan = { ...schema, kind: 'PtahSchemaPlan', metadata: { ...schema.metadata, name: 'ptah-plan-1' } };
+    const readers = cachedJobReaders(
+      holding({ 'ptahschemas/orders': schema, 'ptahschemaplans/ptah-plan-1': plan }),
+      live,
+    );
     assert.deepEqual(await readers.ptah.get('ptahschemas', 'ns', 'orders'), schema);
     await assert.rejects(readers.ptah.get('ptahschemas', 'ns', 'other'), refused);
-    // Plans are never answered from the metadata-only watch.
+    // Plans are watched whole: one the cache holds is read from it, another goes to the API server.
+    assert.deepEqual(await readers.ptah.get('ptahschemaplans', 'ns', 'ptah-plan-1'), plan);
     await assert.rejects(readers.ptah.get('ptahschemaplans', 'ns', 'orders'), refused);
+    // No watch holds plan chunks (up to 8 MiB a plan): always the API server.
+    await assert.rejects(readers.ptah.get('ptahschemaplanchunks', 'ns', 'ptah-plan-1-000'), refused);
     const unsynced = cachedJobReaders({ find: () => undefined }, live);
     await assert.rejects(unsynced.ptah.get('ptahschemas', 'ns', 'orders'), refused);
     // A source ConfigMap's data is never in the watch: the first read of it goes to the API server.
