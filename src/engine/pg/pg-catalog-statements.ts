@@ -9,7 +9,9 @@
  *
  * Indexes repeat the same way (`... USING btree (code)` on every table): pg_get_indexdef's text past the
  * index's and its table's names is parsed once per distinct text, and each index's statement is that one
- * with its own names put in.
+ * with its own names put in. A foreign key's body differs from table to table only by the table it
+ * references (`FOREIGN KEY (parent_id) REFERENCES t41(id)`): it is parsed once per distinct text with that
+ * name replaced, and each gets its own referenced table back.
  *
  * Everything else (views, functions, a table with storage parameters or partitions, an index whose text does
  * not start as expected) is parsed as text, in one batch too.
@@ -25,7 +27,20 @@ export interface CatalogTable {
   /** Columns: name and the text after it. */
   readonly columns: readonly { readonly name: string; readonly body: string }[];
   /** Table constraints: name and the text after `CONSTRAINT "name"`. */
-  readonly constraints: readonly { readonly name: string; readonly body: string }[];
+  readonly constraints: readonly CatalogConstraint[];
+}
+
+export interface CatalogConstraint {
+  readonly name: string;
+  readonly body: string;
+  /** A foreign key's referenced table, as the catalog row names it. */
+  readonly references?: { readonly schema: string; readonly table: string };
+}
+
+/** A foreign key's body with the referenced table's name replaced by a fixed one, qualified or not as written. */
+interface ForeignKeyTemplate {
+  readonly body: string;
+  readonly qualified: boolean;
 }
 
 /** A table's index, as pg_get_indexdef writes it. */
@@ -42,6 +57,33 @@ const isIndex = (item: CatalogItem): item is CatalogIndex => typeof item !== 'st
 
 /** What PostgreSQL's quote_identifier may write for a name: bare, or quoted. */
 const spellings = (name: string) => [name, quoteIdent(name)];
+
+/**
+ * The foreign key's body with `REFERENCES <its table>(` written `REFERENCES s.r(` (or `REFERENCES r(` when
+ * the catalog left the name unqualified), or undefined unless exactly one such text is in the body: then it
+ * is the one the catalog wrote for the referenced table (a quoted column name holding the same text would
+ * make two), and the rest of the body is the key's own.
+ */
+function foreignKeyTemplate(c: CatalogConstraint): ForeignKeyTemplate | undefined {
+  if (c.references === undefined) return undefined;
+  const { schema, table } = c.references;
+  const found: { at: number; text: string; qualified: boolean }[] = [];
+  const candidates = new Map<string, boolean>();
+  for (const t of spellings(table)) {
+    candidates.set(`REFERENCES ${t}(`, false);
+    for (const sch of spellings(schema)) candidates.set(`REFERENCES ${sch}.${t}(`, true);
+  }
+  for (const [text, qualified] of candidates)
+    for (let at = c.body.indexOf(text); at >= 0; at = c.body.indexOf(text, at + 1))
+      found.push({ at, text, qualified });
+  const only = found.length === 1 ? found[0] : undefined;
+  if (only === undefined) return undefined;
+  const name = only.qualified ? 's.r' : 'r';
+  return {
+    body: `${c.body.slice(0, only.at)}REFERENCES ${name}(${c.body.slice(only.at + only.text.length)}`,
+    qualified: only.qualified,
+  };
+}
 
 /**
  * The index's statement with the names replaced by fixed ones (`CREATE UNIQUE INDEX i ON s.t USING ...`),
@@ -83,6 +125,20 @@ export function parseWhole(items: readonly CatalogItem[]): ParsedStatement[] {
 const record = (x: unknown): AstNode => x as AstNode;
 
 /**
+ * The referenced table's RangeVar of a foreign key parsed from its template, with the table's own names put
+ * back: the one parsing the catalog's text gives. A template that did not parse as the referenced name
+ * where it was put throws (the caller then parses the whole text).
+ */
+function referenced(con: AstNode, fk: ForeignKeyTemplate, c: CatalogConstraint): AstNode {
+  // The parser writes a constraint's referenced table as a bare RangeVar (no `RangeVar` key around it).
+  const rv = record(con['pktable']);
+  if (rv['relname'] !== 'r' || rv['schemaname'] !== (fk.qualified ? 's' : undefined))
+    throw new Error('a catalog foreign key did not parse as its template');
+  const { schema, table } = c.references ?? { schema: '', table: '' };
+  return { ...rv, relname: table, ...(fk.qualified ? { schemaname: schema } : {}) };
+}
+
+/**
  * The items' statements in order, each table put together from once-parsed pieces. Throws whatever the
  * parser throws; the caller falls back to `parseWhole` for the exact message.
  */
@@ -101,6 +157,15 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedState
   const columnKey = (body: string) => `c ${body}`;
   const constraintKey = (body: string) => `CONSTRAINT c ${body}`;
   const indexKey = (template: string) => `i ${template}`;
+  const foreignKeys = new Map<CatalogConstraint, ForeignKeyTemplate>();
+  for (const item of items) {
+    if (typeof item === 'string' || isIndex(item)) continue;
+    for (const c of item.constraints) {
+      const template = foreignKeyTemplate(c);
+      if (template !== undefined) foreignKeys.set(c, template);
+    }
+  }
+  const bodyOf = (c: CatalogConstraint) => foreignKeys.get(c)?.body ?? c.body;
   for (const item of items) {
     if (typeof item === 'string') {
       texts.push(item);
@@ -111,7 +176,7 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedState
       continue;
     }
     for (const c of item.columns) pieces.set(columnKey(c.body), undefined);
-    for (const c of item.constraints) pieces.set(constraintKey(c.body), undefined);
+    for (const c of item.constraints) pieces.set(constraintKey(bodyOf(c)), undefined);
   }
   // One statement per piece, so the nth parsed statement is the nth piece; the first is the header.
   const keys = [...pieces.keys()];
@@ -177,8 +242,10 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedState
         return { ColumnDef: { ...def, colname: c.name } };
       }),
       ...it.constraints.map((c) => {
-        const con = record(record(pieces.get(constraintKey(c.body)))['Constraint']);
-        return { Constraint: { ...con, conname: c.name } };
+        const con = record(record(pieces.get(constraintKey(bodyOf(c))))['Constraint']);
+        const fk = foreignKeys.get(c);
+        if (fk === undefined) return { Constraint: { ...con, conname: c.name } };
+        return { Constraint: { ...con, conname: c.name, pktable: referenced(con, fk, c) } };
       }),
     ];
     // The parser leaves an empty element list out, as the whole text would.

@@ -92,8 +92,10 @@ ORDER BY a.attrelid, a.attnum`;
 
 const Q_CONSTRAINTS = `SELECT co.conrelid::text AS oid, co.conname AS name, co.contype AS type,
   pg_get_constraintdef(co.oid) AS def, obj_description(co.oid, 'pg_constraint') AS comment,
-  (SELECT array_to_json(ci.reloptions)::text FROM pg_class ci WHERE ci.oid = co.conindid AND co.contype IN ('p', 'u')) AS index_options
+  (SELECT array_to_json(ci.reloptions)::text FROM pg_class ci WHERE ci.oid = co.conindid AND co.contype IN ('p', 'u')) AS index_options,
+  rn.nspname AS ref_schema, rc.relname AS ref_table
 FROM pg_constraint co JOIN pg_class c ON c.oid = co.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_class rc ON rc.oid = co.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
 WHERE c.relkind IN ('r', 'p') AND co.contype IN ('p', 'u', 'c', 'f', 'x') AND ${USER_SCHEMA}
   -- A partition's copies of its parent's keys, foreign keys and checks are the parent's.
   AND co.conparentid = 0 AND co.conislocal
@@ -230,8 +232,19 @@ function groupBy(rows: Row[]): Map<string, Row[]> {
   return m;
 }
 
+/**
+ * How the catalog's DDL becomes statements: from once-parsed pieces, falling back to the whole text when a
+ * piece does not parse as expected (the default); `whole`, the reference the pieces must equal; `pieces
+ * only`, no fallback, so a test sees the pieces path taken.
+ */
+export type CatalogParse = 'pieces' | 'whole' | 'pieces only';
+
 /** Turns catalog rows into DDL text and loads it with the desired-state builder. */
-export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaModel {
+export function modelFromCatalog(
+  defaultSchema: string,
+  c: CatalogRows,
+  statements: CatalogParse = 'pieces',
+): SchemaModel {
   const out: CatalogItem[] = [];
   const comments: string[] = [];
   const comment = (what: string, text: unknown) => {
@@ -318,6 +331,9 @@ export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaM
     const constraints = (cons.get(oid) ?? []).map((con) => ({
       name: str(con['name']),
       body: withIndexParameters(str(con['def']), catalogParameters(con['index_options'])),
+      ...(con['ref_table'] === null
+        ? {}
+        : { references: { schema: str(con['ref_schema']), table: str(con['ref_table']) } }),
     }));
     for (const con of cons.get(oid) ?? [])
       comment(`CONSTRAINT ${quoteIdent(str(con['name']))} ON ${q}`, con['comment']);
@@ -397,8 +413,9 @@ export function modelFromCatalog(defaultSchema: string, c: CatalogRows): SchemaM
   };
   let model: SchemaModel;
   try {
-    model = load(parseByPieces(items));
-  } catch {
+    model = load(statements === 'whole' ? parseWhole(items) : parseByPieces(items));
+  } catch (error) {
+    if (statements === 'pieces only') throw error;
     // Whatever went wrong is reported as the whole text gives it: same statement positions, same message.
     model = load(parseWhole(items));
   }
