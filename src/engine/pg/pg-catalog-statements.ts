@@ -2,10 +2,11 @@
  * The catalog's DDL as parsed statements, without parsing the same text thousands of times. A live
  * database's tables repeat their column definitions (`bigint NOT NULL`, `text DEFAULT ''::text`) and
  * constraint bodies (`PRIMARY KEY (id)`, `CHECK ((amount >= (0)::numeric))`) from table to table: each
- * distinct body is parsed once, all of them in one batch, and every table's CREATE TABLE is put together
- * from those parsed pieces, named as the table names them. What the builder receives is the statement the
- * parser gives for the table's own text, positions aside (the catalog's text has no annotations, the only
- * thing positions are read for), so the live model is the one the whole text would give.
+ * distinct body is parsed once, all of them in one batch, and each table is handed to the builder as its
+ * header and those shared pieces, each named as the table names it: the builder normalises each distinct
+ * piece once (DesiredStateBuilder.addCatalogPieces) through the steps CREATE TABLE takes, so the live model
+ * is the one the whole text would give (positions aside: the catalog's text has no annotations, the only
+ * thing positions are read for).
  *
  * Indexes repeat the same way (`... USING btree (code)` on every table): pg_get_indexdef's text past the
  * index's and its table's names is parsed once per distinct text, and each index's statement is that one
@@ -16,7 +17,12 @@
  * Everything else (views, functions, a table with storage parameters or partitions, an index whose text does
  * not start as expected) is parsed as text, in one batch too.
  */
-import { type ParsedStatement, parseStatements } from './pg-desired.ts';
+import {
+  type IndexOfPieces,
+  type ParsedStatement,
+  type TableOfPieces,
+  parseStatements,
+} from './pg-desired.ts';
 import { quoteIdent } from './pg-normalize.ts';
 import type { AstNode } from './pg-normalize.ts';
 
@@ -138,11 +144,15 @@ function referenced(con: AstNode, fk: ForeignKeyTemplate, c: CatalogConstraint):
   return { ...rv, relname: table, ...(fk.qualified ? { schemaname: schema } : {}) };
 }
 
+/** A statement of the catalog's text, or a table or index as its once-parsed pieces. */
+export type CatalogStatement = ParsedStatement | TableOfPieces | IndexOfPieces;
+
 /**
- * The items' statements in order, each table put together from once-parsed pieces. Throws whatever the
- * parser throws; the caller falls back to `parseWhole` for the exact message.
+ * The items' statements in order, each plain table and index as its once-parsed pieces (loaded with
+ * DesiredStateBuilder.addCatalogPieces). Throws whatever the parser throws; the caller falls back to
+ * `parseWhole` for the exact message.
  */
-export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedStatement[] {
+export function parseByPieces(catalogItems: readonly CatalogItem[]): CatalogStatement[] {
   const templates = new Map<CatalogIndex, string>();
   // An index whose text does not start as expected is parsed as its text.
   const items = catalogItems.map((item) => {
@@ -218,7 +228,7 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedState
     byText[item]?.push(s);
   }
 
-  const out: ParsedStatement[] = [];
+  const out: CatalogStatement[] = [];
   let textIndex = 0;
   for (const it of items) {
     if (typeof it === 'string') {
@@ -233,28 +243,31 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): ParsedState
         idxname: it.name,
         relation: { RangeVar: { ...rv, schemaname: it.schema, relname: it.table } },
       };
-      out.push({ ...parsed, node });
+      out.push({ kind: 'index of pieces', statement: { ...parsed, node }, shared: parsed.node });
       continue;
     }
-    const tableElts = [
-      ...it.columns.map((c) => {
-        const def = record(record(pieces.get(columnKey(c.body)))['ColumnDef']);
-        return { ColumnDef: { ...def, colname: c.name } };
-      }),
-      ...it.constraints.map((c) => {
+    out.push({
+      kind: 'table of pieces',
+      header: {
+        ...header,
+        node: {
+          ...header.node,
+          relation: { RangeVar: { ...relation, schemaname: it.schema, relname: it.name } },
+        },
+      },
+      columns: it.columns.map((c) => ({
+        name: c.name,
+        def: record(record(pieces.get(columnKey(c.body)))['ColumnDef']),
+      })),
+      constraints: it.constraints.map((c) => {
         const con = record(record(pieces.get(constraintKey(bodyOf(c))))['Constraint']);
         const fk = foreignKeys.get(c);
-        if (fk === undefined) return { Constraint: { ...con, conname: c.name } };
-        return { Constraint: { ...con, conname: c.name, pktable: referenced(con, fk, c) } };
+        return {
+          name: c.name,
+          constraint: fk === undefined ? con : { ...con, pktable: referenced(con, fk, c) },
+        };
       }),
-    ];
-    // The parser leaves an empty element list out, as the whole text would.
-    const node: AstNode = {
-      ...header.node,
-      relation: { RangeVar: { ...relation, schemaname: it.schema, relname: it.name } },
-      ...(tableElts.length > 0 ? { tableElts } : {}),
-    };
-    out.push({ ...header, node });
+    });
   }
   return out;
 }

@@ -78,6 +78,27 @@ export interface ParsedStatement {
 }
 
 /**
+ * A plain table read from the catalog as once-parsed elements (pg-catalog-statements.ts): the header is its
+ * `CREATE TABLE s.t ()` with no elements; each column and constraint is a node shared by every table whose
+ * catalog text has the same body (parsed as `c <body>` and `CONSTRAINT c <body>`), with the element's own
+ * name beside it. A foreign key's node is its own (its referenced table put back in).
+ */
+export interface TableOfPieces {
+  readonly kind: 'table of pieces';
+  readonly header: ParsedStatement;
+  readonly columns: readonly { readonly name: string; readonly def: AstNode }[];
+  readonly constraints: readonly { readonly name: string; readonly constraint: AstNode }[];
+}
+
+/** A table's index from the catalog: its statement, and the node every index of the same text shares. */
+export interface IndexOfPieces {
+  readonly kind: 'index of pieces';
+  readonly statement: ParsedStatement;
+  /** The index statement parsed with fixed names (`CREATE INDEX i ON s.t ...`). */
+  readonly shared: AstNode;
+}
+
+/**
  * Line and column (both from 1) of positions in one text. Columns count characters, not bytes, so a file
  * with non-ASCII text points where an editor does. The parser reports statement positions in UTF-8 bytes,
  * JavaScript indexes UTF-16 units; both are converted in one pass over the text, not one per statement.
@@ -328,6 +349,11 @@ export class DesiredStateBuilder {
 
   /** Functions, triggers, domains, policies, row-level security. */
   private readonly objects: PgObjects;
+
+  /** What each once-parsed catalog piece normalises to, under its piece's fixed name (addCatalogPieces). */
+  private readonly pieceColumns = new WeakMap<AstNode, Column>();
+  private readonly pieceConstraints = new WeakMap<AstNode, Constraint>();
+  private readonly pieceIndexes = new WeakMap<AstNode, Index>();
 
   /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
   constructor(private readonly defaultSchema: string) {
@@ -645,6 +671,60 @@ export class DesiredStateBuilder {
     throw new DesiredStateError(
       `${this.where(s)}: ${statementLabel(s)} is not a declaration: a desired state declares objects, and a statement that acts (DROP, UPDATE, DELETE, TRUNCATE, DO, COPY, a SELECT other than set_config) is refused; remove it (run it as a migration)`,
     );
+  }
+
+  /**
+   * A catalog table or index as once-parsed pieces: each distinct piece goes through the very steps of
+   * CREATE TABLE or CREATE INDEX (addColumn, constraint, index) once, and each table, column, constraint
+   * and index takes a copy under its own name. The model is the one the whole text gives (the inspector's
+   * tests compare the two); a piece those steps would not read alone (a column that adds a constraint)
+   * throws, and the inspector then parses the whole text.
+   */
+  addCatalogPieces(p: TableOfPieces | IndexOfPieces): void {
+    if (p.kind === 'index of pieces') {
+      const n = p.statement.node;
+      const { schema, name } = rel(n['relation'], this.defaultSchema);
+      if (this.isUnmanagedRelation({ schema, name }) || this.objects.isMatview(schema, name)) {
+        this.addStatement(p.statement);
+        return;
+      }
+      let index = this.pieceIndexes.get(p.shared);
+      if (index === undefined) {
+        const where = `${this.where(p.statement)}: index ${String(n['idxname'] ?? '')} on ${schema}.${name}`;
+        refuseUnmanagedIndexClauses(p.shared, where);
+        index = this.index(p.shared, where);
+        this.pieceIndexes.set(p.shared, index);
+      }
+      this.table(schema, name, p.statement).indexes.push({ ...index, name: String(n['idxname']) });
+      return;
+    }
+    this.createTable(p.header);
+    const { schema, name } = rel(p.header.node['relation'], this.defaultSchema);
+    const t = this.tables.get(objectKey(schema, name));
+    if (t === undefined) return;
+    const what = `${this.where(p.header)}: table ${schema}.${name}`;
+    for (const c of p.columns) {
+      let column = this.pieceColumns.get(c.def);
+      if (column === undefined) {
+        const scratch: TableDraft = { ...t, columns: [], constraints: [], indexes: [] };
+        this.addColumn(scratch, c.def, what);
+        column = scratch.columns[0];
+        if (scratch.columns.length !== 1 || column === undefined || scratch.constraints.length > 0)
+          throw new Error('a catalog column piece is not one column alone');
+        this.pieceColumns.set(c.def, column);
+      }
+      if (t.columns.some((x) => x.name === c.name))
+        throw new DesiredStateError(`${what}: column ${c.name} is declared twice`);
+      t.columns.push({ ...column, name: c.name });
+    }
+    for (const c of p.constraints) {
+      let constraint = this.pieceConstraints.get(c.constraint);
+      if (constraint === undefined) {
+        constraint = this.constraint(c.constraint, undefined, what);
+        this.pieceConstraints.set(c.constraint, constraint);
+      }
+      t.constraints.push({ ...constraint, name: c.name });
+    }
   }
 
   private createTable(s: ParsedStatement): void {

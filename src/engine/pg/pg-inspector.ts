@@ -7,14 +7,13 @@ import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.
 import { DEFAULT_SCHEMA } from '../model.ts';
 import type { RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
+import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
 import {
-  DesiredStateBuilder,
-  DesiredStateError,
-  type ParsedStatement,
-  ensureParser,
-  parseStatements,
-} from './pg-desired.ts';
-import { type CatalogItem, parseByPieces, parseWhole } from './pg-catalog-statements.ts';
+  type CatalogItem,
+  type CatalogStatement,
+  parseByPieces,
+  parseWhole,
+} from './pg-catalog-statements.ts';
 import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
 import { functionObjectName } from './pg-objects.ts';
@@ -397,11 +396,12 @@ export function modelFromCatalog(
     if (o['held_by'] !== null && o['held_by'] !== undefined) held.push(o);
   }
   const items = [...out, ...partitions, ...views, ...objects, ...comments];
-  const load = (statements: readonly ParsedStatement[]) => {
+  const load = (statements: readonly CatalogStatement[]) => {
     const b = new DesiredStateBuilder(defaultSchema);
     for (const stmt of statements) {
       try {
-        b.addStatement(stmt);
+        if ('kind' in stmt) b.addCatalogPieces(stmt);
+        else b.addStatement(stmt);
       } catch (error) {
         if (error instanceof DesiredStateError)
           throw new DesiredStateError(`reading the live database: ${error.message}`);
