@@ -6,7 +6,7 @@
  * what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a change
  * has such a need.
  */
-import type { Change, TableRef } from '../changes.ts';
+import type { Change, ChangeKind, TableRef } from '../changes.ts';
 import type { Column, SchemaModel } from '../model.ts';
 import { objectKey } from '../model.ts';
 import type { Session } from '../session.ts';
@@ -53,55 +53,100 @@ function columnTypeNeeds(table: TableRef, columns: readonly Column[], category: 
   );
 }
 
-function needsOf(c: Change, ds: string): Need[] {
-  switch (c.kind) {
-    case 'CreateIndex': {
-      const by = `index ${c.index.name ?? `(${c.index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(c.table)}`;
-      const out: Need[] = [];
-      if (!BUILT_IN_METHODS.has(c.index.method))
-        out.push({
-          kind: 'access method',
-          schemas: [''],
-          name: c.index.method,
-          by,
-          category: 'indexes_added',
-        });
-      for (const k of c.index.keys) {
-        if (k.opclass === undefined) continue;
-        const parts = sqlNameParts(k.opclass);
-        const name = parts[parts.length - 1] ?? '';
-        const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
-        out.push({
-          kind: 'operator class',
-          schemas,
-          name,
-          method: c.index.method,
-          by,
-          category: 'indexes_added',
-        });
-      }
-      return out;
-    }
-    case 'CreateTable':
-      return columnTypeNeeds(c.table, c.table.columns, 'tables_added');
-    case 'AddColumn':
-      return columnTypeNeeds(c.table, [c.column], 'columns_added');
-    case 'AlterColumnType':
-      return columnTypeNeeds(c.table, [c.column], 'columns_modified');
-    case 'CreateObject':
-    case 'ReplaceObject': {
-      const o = c.object;
-      if (o.objectType !== 'text search configuration') return [];
-      // Its uses are its parser and dictionaries outside pg_catalog, each objectKey(schema, name).
-      const parsed = o.uses.map((u) => JSON.parse(u) as [string, string]);
-      const by = `text search configuration ${o.schema}.${o.name}`;
-      return parsed.flatMap(([schema, name]) => [
-        { kind: 'text search dictionary' as const, schemas: [schema], name, by },
-      ]);
-    }
-    default:
-      return [];
+function indexNeeds(c: ChangeOf<'CreateIndex'>, ds: string): Need[] {
+  const by = `index ${c.index.name ?? `(${c.index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(c.table)}`;
+  const out: Need[] = [];
+  if (!BUILT_IN_METHODS.has(c.index.method))
+    out.push({
+      kind: 'access method',
+      schemas: [''],
+      name: c.index.method,
+      by,
+      category: 'indexes_added',
+    });
+  for (const k of c.index.keys) {
+    if (k.opclass === undefined) continue;
+    const parts = sqlNameParts(k.opclass);
+    const name = parts[parts.length - 1] ?? '';
+    const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
+    out.push({
+      kind: 'operator class',
+      schemas,
+      name,
+      method: c.index.method,
+      by,
+      category: 'indexes_added',
+    });
   }
+  return out;
+}
+
+function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>): Need[] {
+  const o = c.object;
+  if (o.objectType !== 'text search configuration') return [];
+  // Its uses are its parser and dictionaries outside pg_catalog, each objectKey(schema, name).
+  const parsed = o.uses.map((u) => JSON.parse(u) as [string, string]);
+  const by = `text search configuration ${o.schema}.${o.name}`;
+  return parsed.flatMap(([schema, name]) => [
+    { kind: 'text search dictionary' as const, schemas: [schema], name, by },
+  ]);
+}
+
+type ChangeOf<K extends ChangeKind> = Extract<Change, { kind: K }>;
+const none = (): Need[] => [];
+
+/**
+ * What each kind of change needs, one entry per kind: a new kind fails to compile until it is said here
+ * whether it can need an unmanaged object. Only a change that creates something can; a drop, rename,
+ * comment or row change needs nothing new.
+ */
+const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[] } = {
+  CreateIndex: indexNeeds,
+  CreateTable: (c) => columnTypeNeeds(c.table, c.table.columns, 'tables_added'),
+  AddColumn: (c) => columnTypeNeeds(c.table, [c.column], 'columns_added'),
+  AlterColumnType: (c) => columnTypeNeeds(c.table, [c.column], 'columns_modified'),
+  CreateObject: objectNeeds,
+  ReplaceObject: objectNeeds,
+  CreateSchema: none,
+  DropSchema: none,
+  CreateExtension: none,
+  DropExtension: none,
+  UpdateExtension: none,
+  CreateEnum: none,
+  DropEnum: none,
+  AddEnumValue: none,
+  CreateSequence: none,
+  DropSequence: none,
+  AlterSequence: none,
+  DropTable: none,
+  RenameTable: none,
+  AlterTableOptions: none,
+  DropColumn: none,
+  RenameColumn: none,
+  SetNotNull: none,
+  DropNotNull: none,
+  SetDefault: none,
+  DropDefault: none,
+  AddIdentity: none,
+  SetIdentity: none,
+  DropIdentity: none,
+  AddConstraint: none,
+  DropConstraint: none,
+  ValidateConstraint: none,
+  DropIndex: none,
+  CreateView: none,
+  DropView: none,
+  DropObject: none,
+  SetComment: none,
+  CommentObject: none,
+  InsertRow: none,
+  UpdateRow: none,
+  DeleteRow: none,
+  Unsupported: none,
+};
+
+function needsOf<K extends ChangeKind>(c: ChangeOf<K>, ds: string): Need[] {
+  return (NEEDS[c.kind] as (c: ChangeOf<K>, ds: string) => Need[])(c, ds);
 }
 
 /** What the target holds, as `kind schema name [method]` keys, for the names asked about. */
