@@ -174,6 +174,52 @@ export function parseStatements(rawSql: string, source: string): ParsedStatement
   return statementsOf(tree, sql, 0, sql, positions, source);
 }
 
+/**
+ * The statements of a text as parseStatements gives them, handed to `visit` a piece at a time, so a caller
+ * can use each piece's statements before the next piece is parsed (the trees of a long file are then not
+ * all held at once). When a cut turns out not to be a statement end, the rest comes from the whole text,
+ * past the statements already handed out, which the whole text's must end exactly as they did. False when
+ * the text does not parse, or does not end those statements there: parseStatements then says why.
+ */
+function forEachParsedPiece(
+  rawSql: string,
+  source: string,
+  visit: (statements: readonly ParsedStatement[]) => void,
+): boolean {
+  const sql = blankMetaCommands(rawSql);
+  if (sql.trim() === '') return true;
+  const positions = new Positions(sql);
+  const pieces = piecesOf(sql);
+  let handed = 0;
+  let handedEnd = 0;
+  for (const [i, p] of pieces.entries()) {
+    let statements: ParsedStatement[] | undefined;
+    try {
+      const tree = parseTree(p.text);
+      if (i === pieces.length - 1 || endsAtItsCut(tree, p.text))
+        statements = statementsOf(tree, p.text, p.byteOffset, sql, positions, source);
+    } catch {
+      // Parsed below as the whole text, which gives the error's position and message.
+    }
+    if (statements === undefined) break;
+    visit(statements);
+    handed += statements.length;
+    const last = statements[statements.length - 1];
+    if (last !== undefined) handedEnd = last.text.offset + last.text.end;
+    if (i === pieces.length - 1) return true;
+  }
+  let all: ParsedStatement[];
+  try {
+    all = statementsOf(parseTree(sql), sql, 0, sql, positions, source);
+  } catch {
+    return false;
+  }
+  const last = all[handed - 1];
+  if (handed > 0 && (last === undefined || last.text.end !== handedEnd)) return false;
+  visit(all.slice(handed));
+  return true;
+}
+
 interface ParseTree {
   readonly stmts?: readonly { stmt: AstNode; stmt_location?: number; stmt_len?: number }[];
 }
@@ -391,13 +437,38 @@ export class DesiredStateBuilder {
         this.problems.push(error.message);
       }
     }
-    for (const s of inLoadOrder(all)) {
-      try {
-        this.addStatement(s);
-      } catch (error) {
-        if (!(error instanceof DesiredStateError)) throw error;
-        this.problems.push(error.message);
-      }
+    for (const s of inLoadOrder(all)) this.addCollectingProblems(s);
+  }
+
+  /**
+   * addFiles, with each declaration (load stage 0) loaded as soon as its piece of text is parsed: the
+   * trees of a long file's CREATE TABLE statements are then never all held at once. What names other
+   * objects and the comments wait for every file, as in addFiles, so the load order and the order of the
+   * problems are the same. False when a file does not parse: this builder is then partly loaded, and the
+   * caller loads the files into a fresh one with addFiles, which reports the syntax error as it always has.
+   */
+  addFilesAsParsed(files: readonly { path: string; sql: string }[]): boolean {
+    const later: ParsedStatement[] = [];
+    for (const f of files) {
+      const parsed = forEachParsedPiece(f.sql, f.path, (statements) => {
+        for (const s of statements.flatMap(schemaElements)) {
+          if (loadStage(s) === 0) this.addCollectingProblems(s);
+          else later.push(s);
+        }
+      });
+      if (!parsed) return false;
+    }
+    for (const s of inLoadOrder(later)) this.addCollectingProblems(s);
+    return true;
+  }
+
+  /** addStatement, its problem recorded and the next statement read. */
+  private addCollectingProblems(s: ParsedStatement): void {
+    try {
+      this.addStatement(s);
+    } catch (error) {
+      if (!(error instanceof DesiredStateError)) throw error;
+      this.problems.push(error.message);
     }
   }
 
@@ -2065,6 +2136,9 @@ export async function loadDesiredSql(
   defaultSchema: string,
 ): Promise<SchemaModel> {
   await ensureParser();
+  const asParsed = new DesiredStateBuilder(defaultSchema);
+  if (asParsed.addFilesAsParsed(files)) return asParsed.build();
+  // A file that does not parse: loaded again whole, its statements left out and its syntax error reported.
   const b = new DesiredStateBuilder(defaultSchema);
   b.addFiles(files);
   return b.build();
