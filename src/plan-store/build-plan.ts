@@ -4,9 +4,10 @@
  */
 import { sha256Digest } from '../api/digest.ts';
 import { planName, schemaPlanFingerprint } from '../api/fingerprint.ts';
-import { controllerOwnerReference, GROUP_VERSION, LABELS, MANAGED_BY } from '../api/meta.ts';
+import { GROUP_VERSION } from '../api/meta.ts';
 import type { PtahSchema } from '../api/ptah-schema.ts';
 import { PLAN_CONTRACT_VERSION, type PlanBinding, type PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+import { schemaPlanMetadata } from './plan-metadata.ts';
 import { chunkSpecs, splitPlan, type PlanPiece } from './split-plan.ts';
 
 export type PlanInputs = Omit<PlanBinding, 'contractVersion' | 'schemaUID' | 'planContentDigest'>;
@@ -37,12 +38,7 @@ export function buildSchemaPlan(
   const plan: PtahSchemaPlan = {
     apiVersion: GROUP_VERSION,
     kind: 'PtahSchemaPlan',
-    metadata: {
-      name,
-      ...(schema.metadata.namespace === undefined ? {} : { namespace: schema.metadata.namespace }),
-      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.schema]: schema.metadata.name },
-      ownerReferences: [controllerOwnerReference(schema)],
-    },
+    metadata: schemaPlanMetadata(schema, name),
     spec: {
       schemaRef: { name: schema.metadata.name, uid },
       fingerprint,

@@ -8,6 +8,7 @@
 import { schemaPlanFingerprint } from '../api/fingerprint.ts';
 import { BOUND_RELEASE_FIELDS } from '../api/ptah-schema.ts';
 import type { PlanBinding, PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
+import type { MigrationPlanBinding, PtahMigrationPlan } from '../api/ptah-migration-plan.ts';
 
 export type LiveBinding = Pick<
   PlanBinding,
@@ -89,4 +90,22 @@ export function liveBindingDifferences(
   }
   if (recomputed !== plan.spec.fingerprint) differing.push('fingerprint');
   return differing.sort();
+}
+
+/**
+ * A migration plan's bindings taken from live inputs: all but the version the history read found current
+ * (which only the History run that produced the plan knows).
+ */
+export type MigrationLiveBinding = Omit<MigrationPlanBinding, 'currentVersion'>;
+
+/**
+ * The names of the bindings that differ between a stored migration plan and the live inputs. A
+ * binding absent on both sides agrees (the source fields only some source types have).
+ */
+export function migrationLiveBindingDifferences(
+  plan: Pick<PtahMigrationPlan, 'spec'>,
+  live: { readonly [K in keyof MigrationLiveBinding]: MigrationLiveBinding[K] | undefined },
+): string[] {
+  const binding: Readonly<Record<string, unknown>> = plan.spec.binding;
+  return (Object.keys(live) as (keyof MigrationLiveBinding)[]).filter((k) => binding[k] !== live[k]);
 }

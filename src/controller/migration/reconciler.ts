@@ -9,15 +9,8 @@
 import type { BatchV1Api, CoreV1Api, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
-import { migrationPlanFingerprint, migrationPlanName, realmDigestOf } from '../../api/fingerprint.ts';
-import {
-  API_GROUP,
-  API_VERSION,
-  controllerOwnerReference,
-  LABELS,
-  MANAGED_BY,
-  READ_REQUESTED_ANNOTATION,
-} from '../../api/meta.ts';
+import { migrationPlanFingerprint, migrationPlanName } from '../../api/fingerprint.ts';
+import { API_GROUP, API_VERSION, READ_REQUESTED_ANNOTATION } from '../../api/meta.ts';
 import {
   MAX_PLAN_MIGRATIONS,
   MIGRATION_FINALIZER,
@@ -37,12 +30,15 @@ import {
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
+import { coordinationOf, migrationLiveBinding } from '../live-binding.ts';
+import { migrationLiveBindingDifferences } from '../../plan-store/live-binding.ts';
+import { migrationPlanMetadata } from '../../plan-store/plan-metadata.ts';
 import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
 import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
-import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
+import { sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
 import { REALM_ADMITTED } from '../realm/realm-grant.ts';
@@ -93,8 +89,6 @@ export interface MigrationReconcilerDeps {
 
 type WriteGuard = () => void;
 
-const PLAN_COMPONENT = 'migration-plan';
-
 export class MigrationReconciler {
   private readonly clock: () => Date;
   private readonly events: EventRecorder;
@@ -112,9 +106,7 @@ export class MigrationReconciler {
     const view = migrationView(obj);
     const now = this.clock();
     const engine = canonicalEngine(view.spec.engine);
-    const coordination = engine
-      ? realmDigestOf(engine, view.namespace, view.spec.realm)
-      : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
+    const coordination = coordinationOf(view);
     const gate = await this.deps.approvalGate();
     // A decision older than the guard may have passed no webhook, its stamp typed by hand: never read.
     const guarded = (o: { metadata: { creationTimestamp?: string } }) =>
@@ -494,34 +486,9 @@ export class MigrationReconciler {
     ) {
       return { ok: false, kind: 'gone', message: `plan ${status.name} was deleted or replaced` };
     }
-    const live = liveBinding(view, coordination, binding);
-    const fields = (Object.keys(live) as (keyof typeof live)[]).filter(
-      (k) => plan.spec.binding[k] !== live[k],
-    );
+    const fields = migrationLiveBindingDifferences(plan, migrationLiveBinding(view, coordination, binding));
     return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
   }
-}
-
-/** Every binding a plan takes from live inputs, as they are now. */
-function liveBinding(
-  view: MigrationView,
-  coordination: string,
-  binding: ExecutionBinding,
-): {
-  readonly [K in Exclude<keyof MigrationPlanBinding, 'currentVersion'>]: MigrationPlanBinding[K] | undefined;
-} {
-  const res = view.status.resolution;
-  return {
-    contractVersion: MIGRATION_PLAN_CONTRACT_VERSION,
-    migrationUID: view.uid,
-    ...liveSourceBinding(res),
-    coordinationDigest: coordination,
-    targetIdentityDigest: view.status.target?.identityDigest,
-    historyFingerprint: view.status.history?.fingerprint,
-    transactionMode: view.spec.policy.transactionMode,
-    ...executionPlanBinding(binding),
-    dialect: canonicalEngine(view.spec.engine),
-  };
 }
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -583,16 +550,10 @@ function buildPlan(
     plan: {
       apiVersion: `${API_GROUP}/${API_VERSION}`,
       kind: 'PtahMigrationPlan',
-      metadata: {
-        name: migrationPlanName(fingerprint),
-        namespace: view.namespace,
-        labels: {
-          [LABELS.managedBy]: MANAGED_BY,
-          [LABELS.component]: PLAN_COMPONENT,
-          [LABELS.migration]: view.name,
-        },
-        ownerReferences: [controllerOwnerReference(obj)],
-      },
+      metadata: migrationPlanMetadata(
+        { ...obj, metadata: { ...obj.metadata, namespace: view.namespace } },
+        migrationPlanName(fingerprint),
+      ),
       spec: { migrationRef: { name: view.name, uid: view.uid }, fingerprint, binding, migrations },
     },
   };

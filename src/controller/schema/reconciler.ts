@@ -12,7 +12,7 @@ import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
 import type { BatchV1Api, CoreV1Api, V1Job } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { canonicalDigest } from '../../api/digest.ts';
-import { policyFingerprint, realmDigestOf } from '../../api/fingerprint.ts';
+import { realmDigestOf } from '../../api/fingerprint.ts';
 import { realmRefOf } from '../../api/ptah-realm.ts';
 import { LABELS, READ_REQUESTED_ANNOTATION, SCHEMA_FINALIZER } from '../../api/meta.ts';
 import {
@@ -22,11 +22,12 @@ import {
   type Resolution,
 } from '../../api/ptah-schema.ts';
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
-import { PLAN_CONTRACT_VERSION, type PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
+import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
 import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
-import { liveBindingDifferences, type LiveBinding } from '../../plan-store/live-binding.ts';
+import { liveBindingDifferences } from '../../plan-store/live-binding.ts';
+import { coordinationOf, schemaLiveBinding } from '../live-binding.ts';
 import { projectForApply, readPlanBytes } from './plan-storage.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
@@ -44,7 +45,7 @@ import {
   type PublicationOutcome,
   type WriteDeps,
 } from '../decision/durable-writes.ts';
-import { liveSourceBinding, sourceBinding } from '../snapshot/source-binding.ts';
+import { sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
 import { REALM_ADMITTED } from '../realm/realm-grant.ts';
@@ -117,9 +118,7 @@ export class SchemaReconciler {
     const view = schemaView(obj);
     const now = this.clock();
     const engine = canonicalEngine(view.spec.engine);
-    const coordination = engine
-      ? realmDigestOf(engine, view.namespace, view.spec.realm)
-      : canonicalDigest({ unsupportedEngine: view.spec.engine, namespace: view.namespace });
+    const coordination = coordinationOf(view);
 
     const readRequestedAt = obj.metadata.annotations?.[READ_REQUESTED_ANNOTATION];
     // Fail closed: without the webhooks that stamp the approver, no approval is read at all.
@@ -611,36 +610,9 @@ export class SchemaReconciler {
       if (!r.ok)
         return { ok: false, kind: 'tampered', failing: r.failing, reason: r.reason, message: r.message };
     }
-    const fields = liveBindingDifferences(plan, liveBinding(view, coordination, binding));
+    const fields = liveBindingDifferences(plan, schemaLiveBinding(view, coordination, binding));
     return fields.length === 0 ? { ok: true } : { ok: false, kind: 'superseded', fields };
   }
-}
-
-/**
- * The bindings a plan takes from the manager's own inputs, as they are now. Published plans bind them; a
- * stored plan is compared with them before it may be applied (`liveBindingDifferences`).
- */
-function liveBinding(
-  view: SchemaView,
-  coordination: string,
-  binding: ExecutionBinding,
-): { readonly [K in keyof LiveBinding]: LiveBinding[K] | undefined } {
-  const res = view.status.resolution;
-  return {
-    contractVersion: PLAN_CONTRACT_VERSION,
-    schemaUID: view.uid,
-    ...liveSourceBinding(res),
-    coordinationDigest: coordination,
-    targetIdentityDigest: view.status.target?.identityDigest,
-    policyFingerprint: policyFingerprint({
-      apply: view.spec.policy.apply,
-      allowDestructive: view.spec.policy.allowDestructive,
-      protectedTables: [...view.spec.policy.protectedTables],
-      exclude: [...view.spec.policy.exclude],
-    }),
-    ...executionPlanBinding(binding),
-    dialect: canonicalEngine(view.spec.engine),
-  };
 }
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
@@ -673,7 +645,7 @@ function planInputs(
       message: `the plan was not published: the runner did not report ${[...missing, ...(source.ok ? [] : source.missing)].join(', ')}`,
     };
   }
-  const live = liveBinding(view, coordination, binding);
+  const live = schemaLiveBinding(view, coordination, binding);
   return {
     ok: true,
     value: {
