@@ -1,10 +1,10 @@
 /**
- * vcontrollerwrite: the objects only the manager writes — operation Jobs, source snapshot ConfigMaps, plan
- * chunks and the plan projections an Apply mounts — are admitted only as the manager builds them. A create
- * must come from the manager and equal the object rebuilt from what status, the plan and the source say
- * now: the Job from the owning resource's claim (and the plan an Apply names), a snapshot's bytes from the
- * source ConfigMap, a chunk's bytes from what its plan records for it, a projection's from its chunk
- * (plan-pieces.ts). An update may change nothing the writer decided, but for the cleanup TTL the manager
+ * vcontrollerwrite: the objects only the manager writes — operation Jobs, source snapshot ConfigMaps, plans,
+ * plan chunks and the plan projections an Apply mounts — are admitted only as the manager builds them. A
+ * create must come from the manager and equal the object rebuilt from what status, the plan and the source
+ * say now: the Job from the owning resource's claim (and the plan an Apply names), a snapshot's bytes from
+ * the source ConfigMap, a plan's manager-given bindings from its owner (plan-objects.ts), a chunk's bytes
+ * from what its plan records for it, a projection's from its chunk (plan-pieces.ts). An update may change nothing the writer decided, but for the cleanup TTL the manager
  * adds to a finished Job and the finalizers the garbage collector moves. Each refusal names the rule and
  * what differs.
  *
@@ -17,6 +17,7 @@ import { JOB_ANNOTATIONS, JOB_FAMILIES, MAIN_CONTAINER } from '../api/job-envelo
 import { PROJECTION_COMPONENT } from '../plan-store/plan-projection.ts';
 import { SNAPSHOT_COMPONENT, SNAPSHOT_NAME_PREFIX } from '../sources/snapshot-config-map.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
+import { judgePlan, type PlanKind, type PlanObjectReads } from './plan-objects.ts';
 import { rebuildPlanPiece, type PlanPieceReads } from './plan-pieces.ts';
 import { cachedThenLive, type Reads } from './reads.ts';
 import { allowed, denied, errored, type AdmissionHandler, type AdmissionRequest } from './review.ts';
@@ -45,7 +46,7 @@ export interface JobToRebuild {
   readonly identity: Readonly<Record<string, string>>;
 }
 
-export interface ControllerWriteSources extends PlanPieceReads {
+export interface ControllerWriteSources extends PlanPieceReads, PlanObjectReads {
   /** The manager's username (its ServiceAccount): the only writer of these objects. */
   readonly managerUsername: string;
   /** Rebuilds from the manager's caches or from the API server (see reads.ts). */
@@ -53,11 +54,13 @@ export interface ControllerWriteSources extends PlanPieceReads {
   rebuildSnapshot(owner: OwningResource, snapshotName: string, reads: Reads): Promise<Rebuilt>;
 }
 
-type WrittenKind = 'Job' | 'SourceSnapshot' | 'PlanChunk' | 'PlanProjection';
+type WrittenKind = 'Job' | 'SourceSnapshot' | PlanKind | 'PlanChunk' | 'PlanProjection';
 
 const WHAT: Readonly<Record<WrittenKind, string>> = {
   Job: 'operation Job',
   SourceSnapshot: 'source snapshot',
+  SchemaPlan: 'schema plan',
+  MigrationPlan: 'migration plan',
   PlanChunk: 'plan chunk',
   PlanProjection: 'plan projection',
 };
@@ -86,7 +89,7 @@ export function validateControllerWrite(sources: ControllerWriteSources): Admiss
     if (kind === undefined) {
       return errored(
         400,
-        `${CONTROLLER_WRITE_RULE} judges Jobs, ConfigMaps and plan chunks, not ${request.kind.kind}`,
+        `${CONTROLLER_WRITE_RULE} judges Jobs, ConfigMaps, plans and plan chunks, not ${request.kind.kind}`,
       );
     }
     if (request.operation === 'UPDATE') return judgeUpdate(kind, request, object, sources);
@@ -97,6 +100,14 @@ export function validateControllerWrite(sources: ControllerWriteSources): Admiss
       return denied(
         `${CONTROLLER_WRITE_RULE}: only the manager (${sources.managerUsername}) creates ${what}; ${who || 'an anonymous requester'} may not`,
       );
+    }
+    if (kind === 'SchemaPlan' || kind === 'MigrationPlan') {
+      return cachedThenLive(async (reads) => {
+        const judged = await judgePlan(kind, object, request.namespace ?? '', sources, reads);
+        return judged.ok
+          ? allowed()
+          : denied(`${CONTROLLER_WRITE_RULE}: ${what} is refused: ${judged.reason}`);
+      });
     }
     if (kind === 'PlanChunk' || kind === 'PlanProjection') {
       return cachedThenLive(async (reads) => {
@@ -255,6 +266,8 @@ function writtenKind(request: AdmissionRequest, object: Written): WrittenKind | 
   const { group, kind } = request.kind;
   if (group === 'batch' && kind === 'Job') return 'Job';
   if (group === API_GROUP && kind === 'PtahSchemaPlanChunk') return 'PlanChunk';
+  if (group === API_GROUP && kind === 'PtahSchemaPlan') return 'SchemaPlan';
+  if (group === API_GROUP && kind === 'PtahMigrationPlan') return 'MigrationPlan';
   if (group !== '' || kind !== 'ConfigMap') return undefined;
   // A ConfigMap marked as a projection (now or before the update) is judged as one; any other the match
   // condition sends is a snapshot.
@@ -297,7 +310,8 @@ function sameJson(a: unknown, b: unknown): boolean {
 
 /**
  * CEL over `object`: the Jobs and ConfigMaps this webhook judges, by what marks them as the manager's. Every
- * plan chunk is judged (the kind is the manager's alone), so the configuration needs no condition for it.
+ * plan and plan chunk is judged (the kinds are the manager's alone), so the configuration needs no condition
+ * for them.
  */
 export function controllerWriteMatch(kind: 'Job' | 'ConfigMap'): string {
   const component = `(has(o.metadata.labels) && '${LABELS.component}' in o.metadata.labels && o.metadata.labels['${LABELS.component}']`;

@@ -13,6 +13,9 @@ import { controllerWriteMatch } from './vcontrollerwrite.ts';
 import { podIntentMatch } from './vpodintent.ts';
 import { WEBHOOK_PATHS, type ControllerWebhookName } from './webhooks.ts';
 
+/** The plan kinds vcontrollerwrite judges, every object of them (CEL list). */
+const PLAN_KINDS = "['PtahSchemaPlan', 'PtahMigrationPlan', 'PtahSchemaPlanChunk']";
+
 export interface ApprovalWebhookOptions {
   /** Where the manager's admission server listens, without a trailing slash, e.g. `https://127.0.0.1:9443`. */
   readonly baseUrl: string;
@@ -94,13 +97,19 @@ export function approvalWebhookConfigurations(
           [
             { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs'] },
             { apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] },
-            { apiGroups: [API_GROUP], apiVersions: [API_VERSION], resources: ['ptahschemaplanchunks'] },
+            {
+              apiGroups: [API_GROUP],
+              apiVersions: [API_VERSION],
+              // The main resources only: a plan's status (its published chunks) is the manager's, and the
+              // status guard holds it to the manager alone.
+              resources: ['ptahschemaplans', 'ptahmigrationplans', 'ptahschemaplanchunks'],
+            },
           ],
           [
             {
-              name: 'operation-jobs-snapshots-and-plan-pieces',
-              // Every plan chunk: only the manager makes one.
-              expression: `request.kind.kind == 'PtahSchemaPlanChunk' || (request.kind.kind == 'Job' ? (${controllerWriteMatch('Job')}) : (${controllerWriteMatch('ConfigMap')}))`,
+              name: 'operation-jobs-snapshots-and-plans',
+              // Every plan and plan chunk: only the manager makes one.
+              expression: `request.kind.kind in ${PLAN_KINDS} || (request.kind.kind == 'Job' ? (${controllerWriteMatch('Job')}) : (${controllerWriteMatch('ConfigMap')}))`,
             },
           ],
         ),
@@ -122,7 +131,8 @@ export function approvalWebhookConfigurations(
 }
 
 /**
- * A webhook over the objects the manager and the Job controller write (of other groups, and plan chunks):
+ * A webhook over the objects the manager and the Job controller write (of other groups, and plans and their
+ * chunks):
  * the match condition selects the manager's objects (by name, labels or owner, in the old or the new
  * object, so dropping a mark is judged too); every namespace.
  */

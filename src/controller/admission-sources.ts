@@ -1,6 +1,6 @@
 /**
  * What the manager process hands its vcontrollerwrite and vpodintent webhooks: its own username (the only
- * writer of operation Jobs, snapshots, plan chunks and projections), and the rebuilds, made by the same builders the reconcilers
+ * writer of operation Jobs, snapshots, plans, plan chunks and projections), and the rebuilds, made by the same builders the reconcilers
  * dispatch with, reading the manager's watches first (admission-reads.ts) or the API server. Admission
  * imports no controller code; this module joins the two in the manager.
  */
@@ -11,6 +11,7 @@ import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
 import type { ControllerWriteSources } from '../admission/vcontrollerwrite.ts';
 import type { PodIntentSources } from '../admission/vpodintent.ts';
 import { cachedJob, cachedJobReaders } from './admission-reads.ts';
+import { planAgainstOwner } from './expected-plan.ts';
 import { rebuildJob } from './jobs/expected-job.ts';
 import type { JobReaders } from './jobs/job-readers.ts';
 import type { ManagerIdentity } from './jobs/operation-job.ts';
@@ -55,6 +56,7 @@ export function controllerWriteSources(
         readers[reads].ptah.get<PtahSchemaPlan>('ptahschemaplans', namespace, name),
       readChunk: (namespace, name, reads) =>
         readers[reads].ptah.get<PtahSchemaPlanChunk>('ptahschemaplanchunks', namespace, name),
+      planAgainstOwner: (kind, owner, plan, reads) => planAgainstOwner(readers[reads], kind, owner, plan),
     },
     pods: {
       readJob: (namespace, name, reads) =>

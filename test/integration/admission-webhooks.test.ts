@@ -37,6 +37,19 @@ import { buildSourceSnapshot } from '../../src/sources/snapshot-config-map.ts';
 import type { PtahSchemaPlan } from '../../src/api/ptah-schema-plan.ts';
 import type { PtahSchemaPlanChunk } from '../../src/api/ptah-schema-plan-chunk.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../src/plan-store/build-plan.ts';
+import {
+  coordinationDigest,
+  migrationPlanFingerprint,
+  migrationPlanName,
+  policyFingerprint,
+} from '../../src/api/fingerprint.ts';
+import type { ExecutionBinding } from '../../src/api/ptah-schema.ts';
+import type { PtahMigration } from '../../src/api/ptah-migration.ts';
+import type {
+  MigrationPlanBinding,
+  PlannedMigration,
+  PtahMigrationPlan,
+} from '../../src/api/ptah-migration-plan.ts';
 import { buildPlanChunk } from '../../src/plan-store/plan-chunk.ts';
 import { buildPlanProjection } from '../../src/plan-store/plan-projection.ts';
 import { startControlPlane, type ControlPlane } from '../env/controlplane.ts';
@@ -120,6 +133,108 @@ let chunk: PtahSchemaPlanChunk;
 let projection: ConfigMapObject;
 /** A plan whose chunk was never written: nothing may project it. */
 let unpublishedProjection: ConfigMapObject;
+/** The plan the manager would publish now: every binding it takes from its inputs is what `orders` records. */
+let livePlan: PtahSchemaPlan;
+/** The same for the PtahMigration `shop`. */
+let liveMigrationPlan: PtahMigrationPlan;
+let migration: PtahMigration;
+
+const EXECUTION: ExecutionBinding = {
+  epoch: 'v1-' + 'e'.repeat(32),
+  managerImage: builtBy.managerImage,
+  managerRevision: builtBy.managerRevision,
+  controllerStateVersion: builtBy.controllerStateVersion,
+  ptahVersion: builtBy.ptahVersion,
+  runnerImage: builtBy.runnerImage,
+  runnerProtocolVersion: 1,
+};
+
+/** What `orders` records now, as the manager's plan binds it (and what the run reported beside). */
+function liveInputs(source: { readonly uid: string; readonly contentDigest: string }): PlanInputs {
+  const { epoch, ...releases } = EXECUTION;
+  return {
+    sourceType: 'ConfigMap',
+    configMapUID: source.uid,
+    contentDigest: source.contentDigest,
+    coordinationDigest: coordinationDigest({ engine: 'postgres', namespace, coordinationKey: 'orders-db' }),
+    targetIdentityDigest: d('the database the Plan run read'),
+    observedStateFingerprint: d('observed'),
+    desiredStateFingerprint: d('desired'),
+    policyFingerprint: policyFingerprint(undefined),
+    executionEpoch: epoch,
+    ...releases,
+    dialect: 'postgres',
+    destructive: false,
+    statementCount: 1,
+  };
+}
+
+const LIVE_PLAN_SQL = Buffer.from('CREATE TABLE live (id bigint);\n');
+/** The manager's plan with some of its inputs changed, the fingerprint and name made from them. */
+const livePlanWith = (inputs: Partial<PlanInputs>): PtahSchemaPlan =>
+  buildSchemaPlan(schema, { ...liveSourceInputs, ...inputs }, LIVE_PLAN_SQL).plan;
+let liveSourceInputs: PlanInputs;
+
+/** A migration plan as the manager builds one for `shop`, the bindings changed by `edit`. */
+function migrationPlanOf(edit: Partial<MigrationPlanBinding> = {}): PtahMigrationPlan {
+  const { epoch, ...releases } = EXECUTION;
+  const binding: MigrationPlanBinding = {
+    contractVersion: 2,
+    migrationUID: migration.metadata.uid!,
+    sourceType: 'ConfigMap',
+    configMapUID: migration.status!.resolution!.configMapUID!,
+    contentDigest: migration.status!.resolution!.contentDigest,
+    coordinationDigest: coordinationDigest({ engine: 'postgres', namespace, coordinationKey: 'shop-db' }),
+    targetIdentityDigest: d('the database the History run read'),
+    historyFingerprint: d('the history the History run read'),
+    currentVersion: '3',
+    transactionMode: 'unset',
+    executionEpoch: epoch,
+    ...releases,
+    dialect: 'postgres',
+    ...edit,
+  };
+  const migrations: PlannedMigration[] = [
+    {
+      version: '4',
+      versionKey: '0004',
+      description: 'add orders',
+      checksum: 'c4',
+      checkpoint: false,
+      transactionMode: 'file',
+    },
+  ];
+  const fingerprint = migrationPlanFingerprint(binding, migrations);
+  return {
+    apiVersion: GROUP_VERSION,
+    kind: 'PtahMigrationPlan',
+    metadata: {
+      name: migrationPlanName(fingerprint),
+      namespace,
+      labels: {
+        'app.kubernetes.io/managed-by': 'ptah-operator',
+        'app.kubernetes.io/component': 'migration-plan',
+        'operator.ptah.run/migration': 'shop',
+      },
+      ownerReferences: [
+        {
+          apiVersion: GROUP_VERSION,
+          kind: 'PtahMigration',
+          name: 'shop',
+          uid: migration.metadata.uid!,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: {
+      migrationRef: { name: 'shop', uid: migration.metadata.uid! },
+      fingerprint,
+      binding,
+      migrations,
+    },
+  };
+}
 
 const planInputs = (): PlanInputs => ({
   sourceType: 'ConfigMap',
@@ -237,8 +352,27 @@ async function createObjects(): Promise<void> {
   schema = (await as.manager.objects.replaceNamespacedCustomObjectStatus({
     ...at('ptahschemas'),
     name: 'orders',
-    body: { ...live, status: { phase: 'Observing', claim } },
+    body: {
+      ...live,
+      status: {
+        phase: 'Observing',
+        claim,
+        executionBinding: EXECUTION,
+        resolution: {
+          sourceType: 'ConfigMap',
+          configMapName: 'orders-schema',
+          configMapUID: source.metadata.uid!,
+          contentDigest: snapshotDigest,
+          snapshotName: snapshot.metadata.name,
+          size: SOURCE_SQL.length,
+          resolvedAt: new Date().toISOString(),
+        },
+      },
+    },
   })) as PtahSchema;
+  liveSourceInputs = liveInputs({ uid: source.metadata.uid!, contentDigest: snapshotDigest });
+  livePlan = livePlanWith({});
+  await createMigration();
   ({ chunk, projection } = await createPlan('CREATE TABLE published (id bigint);\n', true));
   unpublishedProjection = (await createPlan('CREATE TABLE never (id bigint);\n', false)).projection;
   job = await schemaJob(
@@ -248,6 +382,42 @@ async function createObjects(): Promise<void> {
     builtBy,
     new Date(),
   );
+}
+
+/** The PtahMigration `shop`, its source resolved and its execution binding recorded as the manager writes them. */
+async function createMigration(): Promise<void> {
+  const created = (await as.clusterAdmin.objects.createNamespacedCustomObject({
+    ...at('ptahmigrations'),
+    body: {
+      apiVersion: GROUP_VERSION,
+      kind: 'PtahMigration',
+      metadata: { name: 'shop' },
+      spec: {
+        target: { engine: 'postgres', coordinationKey: 'shop-db', urlFrom: { name: 'shop-db', key: 'url' } },
+        desired: { configMap: { name: 'shop-migrations', files: [{ key: '0004_add_orders.sql' }] } },
+      },
+    },
+  })) as PtahMigration;
+  migration = (await as.manager.objects.replaceNamespacedCustomObjectStatus({
+    ...at('ptahmigrations'),
+    name: 'shop',
+    body: {
+      ...created,
+      status: {
+        phase: 'Reading',
+        executionBinding: EXECUTION,
+        resolution: {
+          sourceType: 'ConfigMap',
+          configMapName: 'shop-migrations',
+          configMapUID: '0b7f3c1e-0000-4000-8000-000000000001',
+          contentDigest: d('shop migrations'),
+          size: 10,
+          resolvedAt: new Date().toISOString(),
+        },
+      },
+    },
+  })) as PtahMigration;
+  liveMigrationPlan = migrationPlanOf();
 }
 
 /** A copy of the manager's Job changed by `edit`. */
@@ -276,6 +446,10 @@ const createJob = (who: Who, body: k8s.V1Job) => () =>
   as[who].batch.createNamespacedJob({ namespace, body, dryRun });
 const createConfigMap = (who: Who, body: ConfigMapObject) => () =>
   as[who].core.createNamespacedConfigMap({ namespace, body: body as k8s.V1ConfigMap, dryRun });
+const createSchemaPlan = (who: Who, body: PtahSchemaPlan) => () =>
+  as[who].objects.createNamespacedCustomObject({ ...at('ptahschemaplans'), body, dryRun });
+const createMigrationPlan = (who: Who, body: PtahMigrationPlan) => () =>
+  as[who].objects.createNamespacedCustomObject({ ...at('ptahmigrationplans'), body, dryRun });
 const createChunk = (who: Who, body: PtahSchemaPlanChunk) => () =>
   as[who].objects.createNamespacedCustomObject({ ...at('ptahschemaplanchunks'), body, dryRun });
 
@@ -305,6 +479,45 @@ function rows(): Row[] {
           `only the manager .* creates source snapshot ${snapshot.metadata.name}`,
         ),
         send: createConfigMap(who, snapshot),
+      },
+      {
+        id: 'a person creates the exact schema plan the manager would publish',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused(
+          'vcontrollerwrite',
+          `only the manager .* creates schema plan ${livePlan.metadata.name}`,
+        ),
+        send: createSchemaPlan(who, livePlan),
+      },
+      {
+        id: 'a person creates the exact migration plan the manager would publish',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused(
+          'vcontrollerwrite',
+          `only the manager .* creates migration plan ${liveMigrationPlan.metadata.name}`,
+        ),
+        send: createMigrationPlan(who, liveMigrationPlan),
+      },
+      {
+        id: 'a person relabels a stored schema plan',
+        webhook: 'vcontrollerwrite',
+        who,
+        expect: refused(
+          'vcontrollerwrite',
+          `schema plan ${chunk.metadata.ownerReferences![0]!.name} is never changed but for finalizers; .* changed: metadata.labels\\["extra"\\]`,
+        ),
+        send: () =>
+          as[who].objects.patchNamespacedCustomObject(
+            {
+              ...at('ptahschemaplans'),
+              name: chunk.metadata.ownerReferences![0]!.name,
+              body: { metadata: { labels: { extra: 'x' } } },
+              dryRun,
+            },
+            mergePatch,
+          ),
       },
       {
         id: 'a person creates the exact plan chunk',
@@ -443,6 +656,103 @@ function rows(): Row[] {
       expect: 'admitted',
       send: createConfigMap('manager', snapshot),
     },
+    {
+      id: 'the manager creates the schema plan its resource binds now',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: 'admitted',
+      send: createSchemaPlan('manager', livePlan),
+    },
+    {
+      id: 'the manager creates the migration plan its resource binds now',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: 'admitted',
+      send: createMigrationPlan('manager', liveMigrationPlan),
+    },
+    ...(
+      [
+        ['contentDigest', { contentDigest: d('other files') }],
+        ['executionEpoch', { executionEpoch: 'v1-' + 'f'.repeat(32) }],
+        ['policyFingerprint', { policyFingerprint: d('another policy') }],
+        ['configMapUID, coordinationDigest', { configMapUID: 'another-cm', coordinationDigest: d('x') }],
+      ] as const
+    ).map(([fields, inputs]): Row => {
+      const plan = livePlanWith(inputs);
+      return {
+        id: `the manager creates a schema plan binding another ${fields}`,
+        webhook: 'vcontrollerwrite',
+        who: 'manager',
+        expect: refused(
+          'vcontrollerwrite',
+          `schema plan ${plan.metadata.name} is refused: its bindings differ from what PtahSchema orders records now: ${fields}$`,
+        ),
+        send: createSchemaPlan('manager', plan),
+      };
+    }),
+    {
+      id: 'the manager creates a schema plan whose binding no longer hashes to its fingerprint',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `schema plan ${livePlan.metadata.name} is refused: its bindings differ from what PtahSchema orders records now: contentDigest, fingerprint$`,
+      ),
+      send: createSchemaPlan('manager', {
+        ...livePlan,
+        spec: { ...livePlan.spec, binding: { ...livePlan.spec.binding, contentDigest: d('other files') } },
+      }),
+    },
+    {
+      id: 'the manager creates a schema plan with a label of its own',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `schema plan ${livePlan.metadata.name} is refused: it is not the object the plan builder makes for PtahSchema orders: metadata.labels\\["extra"\\]`,
+      ),
+      send: createSchemaPlan('manager', {
+        ...livePlan,
+        metadata: { ...livePlan.metadata, labels: { ...livePlan.metadata.labels, extra: 'x' } },
+      }),
+    },
+    {
+      id: 'the manager creates a schema plan owned by a PtahSchema of another UID',
+      webhook: 'vcontrollerwrite',
+      who: 'manager',
+      expect: refused(
+        'vcontrollerwrite',
+        `schema plan ${livePlan.metadata.name} is refused: its owner PtahSchema orders with UID 0b7f3c1e-0000-4000-8000-00000000dead does not exist`,
+      ),
+      send: createSchemaPlan('manager', {
+        ...livePlan,
+        metadata: {
+          ...livePlan.metadata,
+          ownerReferences: [
+            { ...livePlan.metadata.ownerReferences![0]!, uid: '0b7f3c1e-0000-4000-8000-00000000dead' },
+          ],
+        },
+      }),
+    },
+    ...(
+      [
+        ['contentDigest', { contentDigest: d('other migrations') }],
+        ['executionEpoch', { executionEpoch: 'v1-' + 'f'.repeat(32) }],
+        ['transactionMode', { transactionMode: 'none' }],
+      ] as const
+    ).map(([fields, edit]): Row => {
+      const plan = migrationPlanOf(edit);
+      return {
+        id: `the manager creates a migration plan binding another ${fields}`,
+        webhook: 'vcontrollerwrite',
+        who: 'manager',
+        expect: refused(
+          'vcontrollerwrite',
+          `migration plan ${plan.metadata.name} is refused: its bindings differ from what PtahMigration shop records now: ${fields}$`,
+        ),
+        send: createMigrationPlan('manager', plan),
+      };
+    }),
     {
       id: 'the manager creates the chunk its plan records',
       webhook: 'vcontrollerwrite',
