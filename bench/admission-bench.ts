@@ -2,7 +2,7 @@
 // the local control plane, each webhook sent AdmissionReviews 50 at a time over HTTPS, as the API server
 // sends them (from a thread of its own, bench/admission-client.ts, as the API server is another process): vcontrollerwrite judging the manager's Job (the resource and its claim read, the Job rebuilt
 // and compared), its snapshot (the source read and rebuilt), a plan chunk (its plan read, the bytes held to
-// the plan's record) and a plan projection (its plan and its chunk read), vpodintent judging the Job controller's Pod
+// the plan's record), a plan (its owner read, its bindings compared with what it records) and a plan projection (its plan and its chunk read), vpodintent judging the Job controller's Pod
 // (the Job read and its template compared). Reports p50/p99 per webhook and the ratio of p99 to the target.
 // The rebuilds read what the manager's watches hold, as in the manager process; PTAH_BENCH_READS=live sends
 // every read to the API server instead (the webhooks before they read the watches), for comparison;
@@ -35,6 +35,7 @@ import { buildSourceSnapshot } from '../src/sources/snapshot-config-map.ts';
 import type { PtahSchemaPlan } from '../src/api/ptah-schema-plan.ts';
 import type { PtahSchemaPlanChunk } from '../src/api/ptah-schema-plan-chunk.ts';
 import { buildSchemaPlan } from '../src/plan-store/build-plan.ts';
+import { coordinationDigest, policyFingerprint } from '../src/api/fingerprint.ts';
 import { buildPlanChunk } from '../src/plan-store/plan-chunk.ts';
 import { buildPlanProjection } from '../src/plan-store/plan-projection.ts';
 import { startControlPlane } from '../test/env/controlplane.ts';
@@ -104,6 +105,8 @@ try {
     { name: 'orders-schema', files: [{ key: 'schema.sql' }] },
     source,
   ).configMap;
+  const contentDigest = snapshot.metadata.annotations!['operator.ptah.run/content-digest']!;
+  const executionBinding = { ...builtBy, runnerProtocolVersion: 1, epoch: `v1-${'e'.repeat(32)}` };
   const claim = buildClaim(
     {
       resourceUID: schema.metadata.uid!,
@@ -112,12 +115,12 @@ try {
       type: 'Observe',
       attempt: 1,
       inputs: {
-        contentDigest: snapshot.metadata.annotations!['operator.ptah.run/content-digest']!,
+        contentDigest,
         snapshotName: snapshot.metadata.name,
         configMapUID: source.metadata.uid!,
         coordinationDigest: d('realm'),
         policyFingerprint: d('policy'),
-        executionBinding: { ...builtBy, runnerProtocolVersion: 1, epoch: `v1-${'e'.repeat(32)}` },
+        executionBinding,
         activeDeadlineSeconds: 600,
       },
     },
@@ -126,7 +129,24 @@ try {
   schema = (await objects.replaceNamespacedCustomObjectStatus({
     ...at,
     name: 'orders',
-    body: { ...schema, status: { phase: 'Observing', claim } },
+    body: {
+      ...schema,
+      status: {
+        phase: 'Observing',
+        claim,
+        // What a plan binds is judged against these: the source as resolved and the execution binding.
+        executionBinding,
+        resolution: {
+          sourceType: 'ConfigMap',
+          configMapName: 'orders-schema',
+          configMapUID: source.metadata.uid!,
+          contentDigest,
+          snapshotName: snapshot.metadata.name,
+          size: 1,
+          resolvedAt: new Date().toISOString(),
+        },
+      },
+    },
   })) as PtahSchema;
   const job = await schemaJob(
     { core, ptah: new PtahObjects(objects) },
@@ -156,12 +176,12 @@ try {
     {
       sourceType: 'ConfigMap',
       configMapUID: source.metadata.uid!,
-      contentDigest: d('files'),
-      coordinationDigest: d('realm'),
+      contentDigest,
+      coordinationDigest: coordinationDigest({ engine: 'postgres', namespace, coordinationKey: 'db' }),
       targetIdentityDigest: d('route'),
       observedStateFingerprint: d('observed'),
       desiredStateFingerprint: d('desired'),
-      policyFingerprint: d('policy'),
+      policyFingerprint: policyFingerprint(undefined),
       executionEpoch: `v1-${'e'.repeat(32)}`,
       ...builtBy,
       runnerProtocolVersion: 1,
@@ -257,6 +277,17 @@ try {
       'vcontrollerwrite (snapshot)',
       WEBHOOK_PATHS.vcontrollerwrite,
       review({ group: '', version: 'v1', kind: 'ConfigMap' }, 'configmaps', cp.identities.manager, snapshot),
+    ],
+    [
+      'vcontrollerwrite (plan)',
+      WEBHOOK_PATHS.vcontrollerwrite,
+      review(
+        { group: API_GROUP, version: API_VERSION, kind: 'PtahSchemaPlan' },
+        'ptahschemaplans',
+        cp.identities.manager,
+        // Another publication of the stored plan's fingerprint would be named anew; this one is the first.
+        built.plan,
+      ),
     ],
     [
       'vcontrollerwrite (plan chunk)',
