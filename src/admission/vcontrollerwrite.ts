@@ -4,9 +4,9 @@
  * create must come from the manager and equal the object rebuilt from what status, the plan and the source
  * say now: the Job from the owning resource's claim (and the plan an Apply names), a snapshot's bytes from
  * the source ConfigMap, a plan's manager-given bindings from its owner (plan-objects.ts), a chunk's bytes
- * from what its plan records for it, a projection's from its chunk (plan-pieces.ts). An update may change nothing the writer decided, but for the cleanup TTL the manager
- * adds to a finished Job and the finalizers the garbage collector moves. Each refusal names the rule and
- * what differs.
+ * from what its plan records for it, a projection's from its chunk (plan-pieces.ts). An update may change
+ * nothing the writer decided, but for the cleanup TTL the manager adds to a finished Job and the finalizers
+ * the garbage collector moves. Each refusal names the rule and what differs.
  *
  * The rebuilding lives with the builders (src/controller/jobs/expected-job.ts and
  * src/controller/snapshot/expected-snapshot.ts), handed in by the manager process: admission imports no

@@ -1,8 +1,9 @@
 /**
  * What the manager process hands its vcontrollerwrite and vpodintent webhooks: its own username (the only
- * writer of operation Jobs, snapshots, plans, plan chunks and projections), and the rebuilds, made by the same builders the reconcilers
- * dispatch with, reading the manager's watches first (admission-reads.ts) or the API server. Admission
- * imports no controller code; this module joins the two in the manager.
+ * writer of operation Jobs, snapshots, plans, plan chunks and projections), and the rebuilds and the plan
+ * check, made by the same builders and comparison the reconcilers use, reading the manager's watches first
+ * (admission-reads.ts) or the API server. Admission imports no controller code; this module joins the two
+ * in the manager.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Reads } from '../admission/reads.ts';
