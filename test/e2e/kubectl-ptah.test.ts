@@ -161,56 +161,64 @@ describe('kubectl and kubectl ptah', { skip }, () => {
     await declareSchema(e2e(), 'tampered', { data: { 'schema.sql': ORDERS } });
     const plan = await currentPlan(e2e(), 'tampered');
     const name = plan.spec.chunks[0]!.name;
-    // The manager retires a tampered plan at its next pass; stopped, only the plugin's own check stands
-    // between the person and the replaced chunk.
-    await e2e().manager?.stop(5_000);
-    // A chunk deleted: admission refuses anyone but the manager a chunk of the same name, owner and bytes
-    // (vcontrollerwrite), so the plan stays one chunk short, and only the plugin's check stands.
     const chunks = { ...at(e2e(), 'ptahschemaplanchunks'), namespace: ns };
     const original = (await e2e().objects.getNamespacedCustomObject({
       ...chunks,
       name,
     })) as PtahSchemaPlanChunk;
-    await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name });
-    const recreated = await e2e()
-      .objects.createNamespacedCustomObject({
-        ...chunks,
-        body: {
-          apiVersion: original.apiVersion,
-          kind: original.kind,
-          metadata: {
-            name,
-            labels: original.metadata.labels!,
-            ownerReferences: original.metadata.ownerReferences!,
+    // A chunk of the same name, owner and bytes, from anyone but the manager: vcontrollerwrite judges a
+    // create before the store looks for the name, so it refuses the forgery while the original still exists.
+    const forge = () =>
+      e2e()
+        .objects.createNamespacedCustomObject({
+          ...chunks,
+          body: {
+            apiVersion: original.apiVersion,
+            kind: original.kind,
+            metadata: {
+              name,
+              labels: original.metadata.labels!,
+              ownerReferences: original.metadata.ownerReferences!,
+            },
+            spec: original.spec,
           },
-          spec: original.spec,
-        },
-      })
-      .then(
-        () => 'admitted',
-        (error: unknown) => String((error as { body?: unknown }).body ?? error),
+        })
+        .then(
+          () => 'admitted',
+          (error: unknown) => String((error as { body?: unknown }).body ?? error),
+        );
+    assert.match(await forge(), /vcontrollerwrite: only the manager .* creates plan chunk/);
+    // The manager retires a tampered plan at its next pass; stopped, only the plugin's own check stands
+    // between the person and the missing chunk. The webhook is the manager's, so with it stopped a forged
+    // chunk is refused still: the API server fails closed.
+    await e2e().manager?.stop(5_000);
+    try {
+      await e2e().objects.deleteNamespacedCustomObject({ ...chunks, name });
+      assert.match(await forge(), /failed calling webhook \\"vcontrollerwrite\.operator\.ptah\.run\\"/);
+      const refused = await kubectl(admin(), ['ptah', 'plan', 'tampered', '-n', ns]);
+      assert.equal(refused.code, 1, refused.stdout);
+      assert.equal(refused.stdout, '', 'nothing of the plan is printed');
+      assert.match(
+        refused.stderr,
+        new RegExp(
+          `plan ${plan.metadata.name} of PtahSchema tampered: does not verify \\(Missing\\): chunk ${name} does not exist`,
+        ),
       );
-    assert.match(recreated, /vcontrollerwrite: only the manager .* creates plan chunk/);
-    const refused = await kubectl(admin(), ['ptah', 'plan', 'tampered', '-n', ns]);
-    assert.equal(refused.code, 1, refused.stdout);
-    assert.equal(refused.stdout, '', 'nothing of the plan is printed');
-    assert.match(
-      refused.stderr,
-      new RegExp(
-        `plan ${plan.metadata.name} of PtahSchema tampered: does not verify \\(Missing\\): chunk ${name} does not exist`,
-      ),
-    );
-    const approve = await kubectl(admin(), ['ptah', 'approve', 'tampered', '-n', ns, '--yes']);
-    assert.equal(approve.code, 1);
-    const approvals = (await e2e().objects.listNamespacedCustomObject(at(e2e(), 'ptahschemaapprovals'))) as {
-      items: { spec: { schemaRef: { name: string } } }[];
-    };
-    assert.deepEqual(
-      approvals.items.filter((a) => a.spec.schemaRef.name === 'tampered'),
-      [],
-      'no approval of an unverifiable plan',
-    );
-    await e2e().startManager();
+      const approve = await kubectl(admin(), ['ptah', 'approve', 'tampered', '-n', ns, '--yes']);
+      assert.equal(approve.code, 1);
+      const approvals = (await e2e().objects.listNamespacedCustomObject(
+        at(e2e(), 'ptahschemaapprovals'),
+      )) as {
+        items: { spec: { schemaRef: { name: string } } }[];
+      };
+      assert.deepEqual(
+        approvals.items.filter((a) => a.spec.schemaRef.name === 'tampered'),
+        [],
+        'no approval of an unverifiable plan',
+      );
+    } finally {
+      await e2e().startManager();
+    }
   });
 
   it('kubectl ptah approve creates the exact approval, stamped with the caller, and the schema reaches InSync', async () => {
