@@ -762,6 +762,14 @@ export function claimOf<const V extends readonly [string, ...string[]]>(operatio
       leaseDurationSeconds: optional(
         integer({ minimum: 5, maximum: 86460, description: 'How long the realm Lease is held per renewal.' }),
       ),
+      executionEpoch: optional(
+        string({
+          pattern: EXECUTION_EPOCH_PATTERN,
+          maxLength: 35,
+          description:
+            'The execution binding epoch the operation was claimed under: once another epoch retires it, a read is withdrawn and a dispatched Apply is waited out and its result never read.',
+        }),
+      ),
       applyOutcome: optional(
         enumOf(['Succeeded', 'Unknown'], {
           description: 'For the proof after an Apply: how that Apply ended, as far as anything could tell.',

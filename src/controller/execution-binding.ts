@@ -56,12 +56,31 @@ export function currentExecutionBinding(
 }
 
 /**
- * Whether this pass runs under another epoch than the one the resource recorded: an operation claimed
- * under the old one was built from releases that no longer run (a Plan's bytes, a read's runner), so a
- * read-only claim is withdrawn rather than harvested into state of the new epoch.
+ * The epoch a claim was made under, when another one runs now: what the claim reads or runs was built from
+ * releases that no longer run (a Plan's bytes, a read's runner), so a read-only claim is withdrawn rather
+ * than harvested into state of the new epoch, and a dispatched Apply is waited out without reading its
+ * result. A claim that predates the field is taken to belong to the epoch the resource recorded.
  */
-export function epochRotated(recorded: ExecutionBinding | undefined, current: ExecutionBinding): boolean {
-  return recorded !== undefined && recorded.epoch !== current.epoch;
+export function retiredClaimEpoch(
+  claim: { readonly executionEpoch?: string | undefined },
+  recorded: ExecutionBinding | undefined,
+  current: ExecutionBinding,
+): string | undefined {
+  const claimed = claim.executionEpoch ?? recorded?.epoch;
+  return claimed !== undefined && claimed !== current.epoch ? claimed : undefined;
+}
+
+/** A dispatched Apply of a retired epoch, whose result is never read (see `retiredClaimEpoch`). */
+export function isRetiredApply(
+  claim: { readonly type: string; readonly dispatchStarted?: boolean; readonly executionEpoch?: string },
+  recorded: ExecutionBinding | undefined,
+  current: ExecutionBinding,
+): boolean {
+  return (
+    claim.type === 'Apply' &&
+    claim.dispatchStarted === true &&
+    retiredClaimEpoch(claim, recorded, current) !== undefined
+  );
 }
 
 /** The plan bindings that belong to the execution binding (a differing one retires the plan as such). */

@@ -1,7 +1,8 @@
 // The execution binding epoch across manager releases, end to end: a plan computed under one release is
 // superseded when another release takes over, and stays superseded when the first release comes back (a
 // rollback to identical values is a change of its own), so the only plan that ever applies is one computed
-// under the epoch running now.
+// under the epoch running now. An Apply dispatched by a release that is gone by the time its Job ends is
+// waited out and never read: its outcome is unknown and a fresh observation says where the database stands.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
@@ -16,6 +17,7 @@ import {
   eventsOnceRecorded,
   eventually,
   getSchema,
+  operationJobs,
   statementsIn,
   useE2E,
   type E2E,
@@ -181,5 +183,65 @@ describe('execution binding epochs across manager releases', { skip }, () => {
       120_000,
     );
     assert.equal(resumed.status!.executionBinding!.epoch, recorded.epoch);
+  });
+
+  it('an Apply dispatched by a retired release is waited out, its result never read, and a fresh read decides', async () => {
+    const e = e2e();
+    await e.manager?.stop(5_000);
+    const crashing = await e.startManager({
+      ...RELEASE_A,
+      PTAH_TEST_CRASH_AFTER_JOB_CREATE: 'apply@retired',
+    });
+    await declareSchema(e, 'retired', {
+      data: { 'schema.sql': 'CREATE TABLE retired_orders (id bigint PRIMARY KEY);' },
+      policy: { apply: 'Always' },
+    });
+    await eventually(
+      'release A dies right after creating the Apply Job',
+      async () => (crashing.exited() ? true : undefined),
+      120_000,
+    );
+    const dispatched = await getSchema(e, 'retired');
+    const claim = dispatched.status!.claim!;
+    assert.equal(claim.type, 'Apply');
+    assert.equal(claim.dispatchStarted, true);
+    assert.equal(claim.executionEpoch, dispatched.status!.executionBinding!.epoch);
+
+    // Release B takes over while (or after) the Apply runs: its result belongs to A and is never read.
+    await e.startManager(RELEASE_B);
+    const settled = await eventually(
+      'the schema is InSync under release B after a fresh observation',
+      async () => {
+        const s = await getSchema(e, 'retired');
+        return s.status?.phase === 'InSync' && s.status.executionBinding?.managerRevision === 'release-b'
+          ? s
+          : undefined;
+      },
+      150_000,
+    ).catch(async (error: unknown) => {
+      await dumpDebug(e, 'retired');
+      throw error;
+    });
+    assert.notEqual(settled.status!.executionBinding!.epoch, claim.executionEpoch);
+    const unknown = await eventsOnceRecorded(e, 'retired', 'ApplyOutcomeUnknown');
+    assert.deepEqual(
+      unknown.map((ev) => ev.message),
+      [
+        `apply ${claim.jobName} ran under execution binding epoch ${claim.executionEpoch}, retired by ${settled.status!.executionBinding!.epoch}: its result is not read, and a fresh observation decides`,
+      ],
+    );
+    const entries = settled.status!.journal!.entries;
+    const finished = entries.findIndex((x) => x.type === 'ApplyFinished');
+    assert.equal(entries[finished]?.type === 'ApplyFinished' && entries[finished].outcome, 'Unknown');
+    assert.ok(
+      entries.slice(finished + 1).some((x) => x.type === 'Verified'),
+      `a reading after the Apply settles it: ${JSON.stringify(entries)}`,
+    );
+    assert.equal(
+      (await operationJobs(e, 'retired', 'apply')).length,
+      1,
+      'the Apply Job was never made again',
+    );
+    assert.equal(statementsIn(e, 'retired_db', /CREATE TABLE.*retired_orders/i).length, 1);
   });
 });

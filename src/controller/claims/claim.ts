@@ -201,6 +201,7 @@ export function buildClaim<T extends AnyOperationType = OperationType>(
     ...(inputs.approvalRef === undefined
       ? {}
       : { approvalRef: { name: inputs.approvalRef.name, uid: inputs.approvalRef.uid } }),
+    executionEpoch: inputs.executionBinding.epoch,
     ...(request.leaseDurationSeconds === undefined
       ? {}
       : { leaseDurationSeconds: request.leaseDurationSeconds }),

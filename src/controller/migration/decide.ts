@@ -45,7 +45,7 @@ import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
-import { epochRotated, supersededBy } from '../execution-binding.ts';
+import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -638,7 +638,8 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   // A read whose inputs moved is worthless and an undispatched Apply is withdrawn; a dispatched Apply is
   // observed to its end whatever changes, suspension included.
   if (!dispatched) {
-    const rotated = epochRotated(migration.status.executionBinding, input.executionBinding);
+    const retiredEpoch = retiredClaimEpoch(claim, migration.status.executionBinding, input.executionBinding);
+    const rotated = retiredEpoch !== undefined;
     const moved =
       migration.spec.suspend ||
       rotated ||
@@ -658,7 +659,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
         b.event(
           'Normal',
           'ExecutionBindingChanged',
-          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${migration.status.executionBinding!.epoch}, retired by ${input.executionBinding.epoch}`,
+          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${retiredEpoch}, retired by ${input.executionBinding.epoch}`,
         );
       else if (moved)
         b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
@@ -667,6 +668,12 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
       b.requeue(0);
       return;
     }
+  }
+
+  // An Apply dispatched before the upgrade that added the field keeps the epoch it ran under from now on.
+  if (dispatched && claim.executionEpoch === undefined) {
+    const epoch = retiredClaimEpoch(claim, migration.status.executionBinding, input.executionBinding);
+    if (epoch !== undefined) st.claim = claim = { ...claim, executionEpoch: epoch };
   }
 
   const job = input.job ?? { state: 'absent' };
@@ -740,6 +747,21 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   if (job.state === 'running') {
     if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds(input) });
     b.requeue(JOB_POLL_MS);
+    return;
+  }
+
+  // An Apply an upgrade retired: once its Job has ended (every Pod of it gone) the TTL is all it gets; its
+  // result is never read, replayed or certified, and only a fresh history read says where the database is.
+  const retired = dispatched ? retiredClaimEpoch(claim, undefined, input.executionBinding) : undefined;
+  if (retired !== undefined) {
+    b.post.push(finishJob(claim));
+    latch(
+      b,
+      input,
+      claim,
+      'Unknown',
+      `run ${claim.jobName} ran under execution binding epoch ${retired}, retired by ${input.executionBinding.epoch}: its result is not read`,
+    );
     return;
   }
 

@@ -29,7 +29,7 @@ import {
 } from '../../api/ptah-migration-plan.ts';
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
+import { currentExecutionBinding, executionPlanBinding, isRetiredApply } from '../execution-binding.ts';
 import { coordinationOf, migrationLiveBinding } from '../live-binding.ts';
 import { migrationLiveBindingDifferences } from '../../plan-store/live-binding.ts';
 import { migrationPlanMetadata } from '../../plan-store/plan-metadata.ts';
@@ -159,10 +159,12 @@ export class MigrationReconciler {
         if (held?.holder !== realmHolderIdentity(view.uid) || held.epoch !== claim.leaseEpoch)
           input = { ...input, leaseContinuityLost: true };
       }
+      // An Apply an upgrade retired is never read: its result belongs to releases that no longer run.
       if (
         observed.state === 'finished' &&
         input.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed)
+        isClaimedJob(claim, observed) &&
+        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding)
       ) {
         const harvest = await harvestJob(
           this.deps.core,

@@ -45,7 +45,7 @@ import { type CollectSnapshots } from '../snapshot/record-resolution.ts';
 import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
-import { epochRotated, supersededBy } from '../execution-binding.ts';
+import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -593,7 +593,8 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   // A read-only operation whose inputs moved is worthless; a dispatched Apply is never abandoned, and the
   // proof that follows an Apply outranks suspension and spec changes: it is owed for what already ran.
   if (!dispatchedApply && !isProof(claim)) {
-    const rotated = epochRotated(schema.status.executionBinding, input.executionBinding);
+    const retiredEpoch = retiredClaimEpoch(claim, schema.status.executionBinding, input.executionBinding);
+    const rotated = retiredEpoch !== undefined;
     const moved =
       schema.spec.suspend ||
       rotated ||
@@ -614,7 +615,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
         b.event(
           'Normal',
           'ExecutionBindingChanged',
-          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${schema.status.executionBinding!.epoch}, retired by ${input.executionBinding.epoch}`,
+          `operation ${claim.type} withdrawn: it was claimed under execution binding epoch ${retiredEpoch}, retired by ${input.executionBinding.epoch}`,
         );
       else if (moved)
         b.event('Normal', 'InputsChanged', `operation ${claim.type} withdrawn: its inputs changed`);
@@ -623,6 +624,12 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       b.requeue(0);
       return;
     }
+  }
+
+  // An Apply dispatched before the upgrade that added the field keeps the epoch it ran under from now on.
+  if (dispatchedApply && claim.executionEpoch === undefined) {
+    const epoch = retiredClaimEpoch(claim, schema.status.executionBinding, input.executionBinding);
+    if (epoch !== undefined) st.claim = claim = { ...claim, executionEpoch: epoch };
   }
 
   const job = input.job ?? { state: 'absent' };
@@ -677,6 +684,20 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   if (job.state === 'running') {
     if (needsLease(claim)) b.pre.push({ kind: 'acquireLease', durationSeconds: leaseSeconds });
     b.requeue(JOB_POLL_MS);
+    return;
+  }
+
+  // An Apply an upgrade retired: once its Job has ended (every Pod of it gone) the TTL is all it gets; its
+  // result is never read, replayed or certified, and only a fresh reading says where the database stands.
+  const retired = dispatchedApply ? retiredClaimEpoch(claim, undefined, input.executionBinding) : undefined;
+  if (retired !== undefined) {
+    b.post.push(finishJob(claim));
+    b.event(
+      'Warning',
+      'ApplyOutcomeUnknown',
+      `apply ${claim.jobName} ran under execution binding epoch ${retired}, retired by ${input.executionBinding.epoch}: its result is not read, and a fresh observation decides`,
+    );
+    applyEnded(b, input, claim, 'Unknown');
     return;
   }
 

@@ -24,7 +24,7 @@ import {
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
+import { currentExecutionBinding, executionPlanBinding, isRetiredApply } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
 import { liveBindingDifferences } from '../../plan-store/live-binding.ts';
 import { coordinationOf, schemaLiveBinding } from '../live-binding.ts';
@@ -166,10 +166,12 @@ export class SchemaReconciler {
           extra = { ...extra, leaseContinuityLost: true };
       }
       // A Job recreated under the claimed name by someone else is never read (decide says what follows).
+      // Nor is an Apply an upgrade retired: its result belongs to releases that no longer run.
       if (
         observed.state === 'finished' &&
         extra.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed)
+        isClaimedJob(claim, observed) &&
+        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding)
       ) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
         extra = {

@@ -947,6 +947,30 @@ describe('migration decide: read requests, suspend and delete', () => {
       job: { state: 'running', uid: 'job-uid' },
     });
     assert.equal(a.status.claim?.type, 'Apply');
+    assert.equal(a.status.claim?.executionEpoch, executionBinding.epoch);
+
+    // Its Job ends: what it reported is never read; the run is latched as unknown until someone who looked
+    // at the database acknowledges it, and only then is the history read afresh.
+    const ended = step(migration(a.status), T0 + 9000, {
+      executionBinding: upgraded,
+      job: { state: 'finished', uid: 'job-uid', succeeded: true },
+      harvest: { kind: 'unavailable', message: 'never consulted' },
+    });
+    assert.deepEqual(
+      ended.post.filter((p) => p.kind === 'finishJob'),
+      [{ kind: 'finishJob', jobName: a.status.claim!.jobName, jobUID: 'job-uid' }],
+    );
+    assert.equal(ended.status.claim, undefined);
+    assert.equal(ended.status.unresolvedRun?.outcome, 'Unknown');
+    assert.equal(ended.status.unresolvedRun?.jobName, a.status.claim!.jobName);
+    assert.deepEqual(
+      ended.events.filter((e) => e.reason === 'ApplyOutcomeUnknown').map((e) => e.message),
+      [
+        `run ${a.status.claim!.jobName} ran under execution binding epoch ${executionBinding.epoch}, retired by ${upgraded.epoch}: its result is not read`,
+        `run ${a.status.claim!.jobName} ended unknown: no Apply runs until a history read shows nothing pending or a PtahMigrationRunAcknowledgment names operation ${a.status.claim!.operationId}`,
+      ],
+    );
+    assert.equal(ended.status.phase, 'Blocked');
   });
 
   it('suspension withdraws a read but observes a dispatched Apply to its end', () => {

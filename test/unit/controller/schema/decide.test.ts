@@ -580,6 +580,60 @@ describe('schema lifecycle decision', () => {
       }),
     );
     assert.equal(running.status.claim?.type, 'Apply', 'a dispatched Apply is observed to its end');
+    assert.equal(running.status.claim?.executionEpoch, executionBinding.epoch, 'the claim names its epoch');
+    assert.ok(
+      running.pre.some((p) => p.kind === 'acquireLease'),
+      'its hold is kept while it runs',
+    );
+
+    // Its Job ends (the Job controller sets the terminal condition once every Pod of it is gone): the result
+    // it reported is never read, the Job gets only its TTL, and a fresh observation is claimed.
+    const ended = decide(
+      input(schema(running.status, s.spec), T0 + 9000, {
+        executionBinding: upgraded,
+        job: { state: 'finished', uid: 'j', succeeded: true },
+        harvest: result(running.status.claim!, 'succeeded', {
+          apply: { planContentDigest: digest('p'), mutationStarted: true },
+        }),
+      }),
+    );
+    assert.deepEqual(
+      ended.post.filter((a) => a.kind === 'finishJob'),
+      [{ kind: 'finishJob', jobName: running.status.claim!.jobName, jobUID: 'j' }],
+    );
+    assert.deepEqual(
+      ended.events.map((e) => [e.type, e.reason, e.message]),
+      [
+        [
+          'Warning',
+          'ApplyOutcomeUnknown',
+          `apply ${running.status.claim!.jobName} ran under execution binding epoch ${executionBinding.epoch}, retired by ${upgraded.epoch}: its result is not read, and a fresh observation decides`,
+        ],
+      ],
+    );
+    assert.equal(ended.status.claim?.type, 'Observe');
+    assert.equal(ended.status.claim?.applyOutcome, 'Unknown', 'the success it reported is not certified');
+    assert.equal(
+      ended.status.claim?.executionEpoch,
+      upgraded.epoch,
+      'the fresh read belongs to the new epoch',
+    );
+    assert.deepEqual(
+      ended.status.journal?.entries
+        .filter((e) => e.type === 'ApplyFinished')
+        .map((e) => e.type === 'ApplyFinished' && e.outcome),
+      ['Unknown'],
+    );
+
+    // An Apply dispatched before claims named their epoch takes the one the resource recorded, for good.
+    const { executionEpoch: _unnamed, ...legacy } = running.status.claim!;
+    const stamped = decide(
+      input(schema({ ...a.status, claim: legacy }, s.spec), T0 + 6000, {
+        executionBinding: upgraded,
+        job: { state: 'running', uid: 'j' },
+      }),
+    );
+    assert.equal(stamped.status.claim?.executionEpoch, executionBinding.epoch);
   });
 
   it('a withdrawn claim cleans up only the Job whose UID it recorded', () => {
