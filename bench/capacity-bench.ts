@@ -48,6 +48,23 @@ async function scrape(port: number): Promise<Map<string, number>> {
 const sum = (s: Map<string, number>, prefix: string) =>
   [...s].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
 
+/** Each labelled series of a counter that rose between two scrapes, as `METHOD resource`, the largest first. */
+function increases(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  name: string,
+): [string, number][] {
+  return [...after]
+    .filter(([k]) => k.startsWith(`${name}{`))
+    .map(([k, v]): [string, number] => {
+      const method = /method="([^"]*)"/.exec(k)?.[1] ?? '';
+      const resource = /resource="([^"]*)"/.exec(k)?.[1] ?? '';
+      return [`${method} ${resource}`, v - (before.get(k) ?? 0)];
+    })
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
+}
+
 /** A quantile of a histogram's increase between two scrapes, as the upper bound of its bucket. */
 function histogramQuantile(before: Map<string, number>, after: Map<string, number>, name: string, q: number) {
   const buckets = [...after]
@@ -245,6 +262,9 @@ try {
   const metrics4 = await scrape(metricsPort);
   const idleRequests = sum(metrics4, 'ptah_api_requests_total') - sum(metrics3, 'ptah_api_requests_total');
   row(`API requests per resource per idle minute, ${ACTIVE} resources`, (idleRequests / ACTIVE).toFixed(2));
+  // What those requests are: by method and resource, the largest first.
+  for (const [series, n] of increases(metrics3, metrics4, 'ptah_api_requests_total'))
+    row(`  of which ${series}`, (n / ACTIVE).toFixed(2));
   row(`manager RSS, ${ACTIVE} resources, idle minute later`, await memory(pid, metricsPort));
 
   // Phase 2: IDLE suspended schemas on top (cached, watched, reconciled; no Job).

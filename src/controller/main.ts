@@ -38,7 +38,9 @@ const log = pino({ level: env['PTAH_LOG_LEVEL'] ?? 'info', base: { component: 'p
 
 const metrics = env['PTAH_METRICS_BIND_ADDRESS'] ? new OperatorMetrics() : undefined;
 // One connection pool for every request and watch (see runtime/kube-config.ts).
-const kubeConfig = new SharedConnectionKubeConfig((method) => metrics?.apiRequest(method));
+const kubeConfig = new SharedConnectionKubeConfig((method, resource) =>
+  metrics?.apiRequest(method, resource),
+);
 if (env['KUBECONFIG']) kubeConfig.loadFromFile(env['KUBECONFIG']);
 else kubeConfig.loadFromCluster();
 

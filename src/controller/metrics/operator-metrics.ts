@@ -56,7 +56,7 @@ export class OperatorMetrics {
   private readonly operationDuration: Histogram<'kind' | 'operation' | 'outcome'>;
   private readonly leader: Gauge;
   private readonly queueWait: Histogram;
-  private readonly apiRequestCount: Counter<'method'>;
+  private readonly apiRequestCount: Counter<'method' | 'resource'>;
 
   constructor(now: () => Date = () => new Date()) {
     const registers = [this.registry];
@@ -95,8 +95,8 @@ export class OperatorMetrics {
     });
     this.apiRequestCount = new Counter({
       name: `${PREFIX}api_requests_total`,
-      help: 'Requests this process sent to the API server, by HTTP method; a watch counts once per connection.',
-      labelNames: ['method'],
+      help: 'Requests this process sent to the API server, by HTTP method and resource; a watch counts once per connection.',
+      labelNames: ['method', 'resource'],
       registers,
     });
 
@@ -233,8 +233,8 @@ export class OperatorMetrics {
     this.queueWait.observe(ms / 1000);
   }
 
-  apiRequest(method: string): void {
-    this.apiRequestCount.inc({ method });
+  apiRequest(method: string, resource: string): void {
+    this.apiRequestCount.inc({ method, resource });
   }
 
   setLeader(leading: boolean): void {

@@ -22,13 +22,16 @@ type Dispatcher = NonNullable<ReturnType<RequestContext['getDispatcher']>>;
 export class SharedConnectionKubeConfig extends KubeConfig {
   private shared: { readonly key: string; readonly dispatcher: Dispatcher } | undefined;
 
-  /** `onRequest` is told the method of every request (a watch once per connection), to be counted. */
-  constructor(private readonly onRequest?: (method: string) => void) {
+  /**
+   * `onRequest` is told the method and the resource of every request (a watch once per connection), to be
+   * counted.
+   */
+  constructor(private readonly onRequest?: (method: string, resource: string) => void) {
     super();
   }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    this.onRequest?.(context.getHttpMethod());
+    this.onRequest?.(context.getHttpMethod(), requestResource(context.getUrl()));
     await super.applySecurityAuthentication(context);
     // No dispatcher: a plain connection without TLS options, which undici's global pool already shares.
     if (context.getDispatcher() === undefined) return;
@@ -68,4 +71,20 @@ function modified(path: string): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The resource a request addresses, as `plural` or `plural/subresource` (`pods/log`, `ptahschemas/status`),
+ * with `?watch` marked: never a name or a namespace, so the label's values stay as few as the kinds.
+ */
+export function requestResource(url: string): string {
+  const parsed = new URL(url, 'https://api.invalid');
+  const parts = parsed.pathname.split('/').filter((p) => p !== '');
+  // /api/v1/... or /apis/group/version/...
+  let rest = parts[0] === 'api' ? parts.slice(2) : parts[0] === 'apis' ? parts.slice(3) : [];
+  if (rest[0] === 'namespaces' && rest.length > 2) rest = rest.slice(2);
+  const [resource, , sub] = rest;
+  if (resource === undefined) return 'other';
+  const name = sub === undefined ? resource : `${resource}/${sub}`;
+  return parsed.searchParams.get('watch') === 'true' ? `${name} (watch)` : name;
 }
