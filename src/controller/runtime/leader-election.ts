@@ -33,6 +33,8 @@ function statusCode(error: unknown): number | undefined {
  */
 export class LeaderElector {
   private readonly duration: number;
+  /** The Lease as this identity last wrote it, to renew without reading it first (`renewWritten`). */
+  private written: V1Lease | undefined;
 
   constructor(private readonly options: LeaderElectionOptions) {
     this.duration = options.leaseDurationSeconds ?? 15;
@@ -40,6 +42,7 @@ export class LeaderElector {
 
   /** One attempt to take or renew the Lease; true when this identity holds it afterwards. */
   async tryAcquireOrRenew(now = new Date()): Promise<boolean> {
+    if (await this.renewWritten(now)) return true;
     const { api, namespace, name, identity } = this.options;
     let existing: V1Lease | undefined;
     try {
@@ -66,9 +69,12 @@ export class LeaderElector {
     const spec = leaseSpecFor(decision.next);
     try {
       if (decision.action === 'create' || existing === undefined) {
-        await api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec } });
+        this.written = await api.createNamespacedLease({
+          namespace,
+          body: { metadata: { name, namespace }, spec },
+        });
       } else {
-        await api.replaceNamespacedLease({
+        this.written = await api.replaceNamespacedLease({
           name,
           namespace,
           body: { metadata: { ...existing.metadata, name, namespace }, spec },
@@ -77,6 +83,32 @@ export class LeaderElector {
       return true;
     } catch (error) {
       // Somebody else wrote first, or released (deleted) the Lease read: we did not win this round.
+      const code = statusCode(error);
+      if (code === 409 || code === 404) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * client-go's fast path: the holder renews the Lease it last wrote, conditioned on that write's
+   * resourceVersion, without reading it first. Any write by anybody since makes it a conflict, and the
+   * read-then-write path decides as before; a renewal costs one request instead of two.
+   */
+  private async renewWritten(now: Date): Promise<boolean> {
+    const { api, namespace, name, identity } = this.options;
+    const written = this.written;
+    this.written = undefined;
+    if (written?.spec?.holderIdentity !== identity) return false;
+    const decision = decideLease(leaseStateOf(written.spec), identity, this.duration, now);
+    if (decision.action !== 'renew') return false;
+    try {
+      this.written = await api.replaceNamespacedLease({
+        name,
+        namespace,
+        body: { metadata: { ...written.metadata, name, namespace }, spec: leaseSpecFor(decision.next) },
+      });
+      return true;
+    } catch (error) {
       const code = statusCode(error);
       if (code === 409 || code === 404) return false;
       throw error;
@@ -94,6 +126,7 @@ export class LeaderElector {
    */
   async release(now = new Date()): Promise<boolean> {
     const { api, namespace, name, identity } = this.options;
+    this.written = undefined;
     let existing: V1Lease;
     try {
       existing = await api.readNamespacedLease({ name, namespace });
