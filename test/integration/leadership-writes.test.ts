@@ -160,6 +160,43 @@ describe('leadership guards every write', () => {
     },
   );
 
+  it('a holder renews the Lease it last wrote in one request; a write by anybody since sends it back to reading', async () => {
+    const real = admin.makeApiClient(k8s.CoordinationV1Api);
+    const calls: string[] = [];
+    // The real client, counting what the elector sends.
+    const api = new Proxy(real, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const elector = new LeaderElector({
+      api,
+      namespace: 'ptah-system',
+      name: 'fast-renew',
+      identity: 'solo',
+    });
+    assert.equal(await elector.tryAcquireOrRenew(), true);
+    calls.length = 0;
+    assert.equal(await elector.tryAcquireOrRenew(), true);
+    assert.equal(await elector.tryAcquireOrRenew(), true);
+    assert.deepEqual(calls, ['replaceNamespacedLease', 'replaceNamespacedLease'], 'no read before a renewal');
+    // Another writer takes the Lease over: the renewal conflicts, the Lease is read, and it is not ours.
+    const lease = await real.readNamespacedLease({ namespace: 'ptah-system', name: 'fast-renew' });
+    await real.replaceNamespacedLease({
+      namespace: 'ptah-system',
+      name: 'fast-renew',
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: 'other', renewTime: new k8s.V1MicroTime() } },
+    });
+    calls.length = 0;
+    assert.equal(await elector.tryAcquireOrRenew(), false, 'the other holder is not overwritten');
+    assert.deepEqual(calls, ['replaceNamespacedLease', 'readNamespacedLease']);
+  });
+
   it(
     'a leader that shuts down gives the Lease up once it stopped acting; another replica takes it at once',
     { timeout: 30_000 },
