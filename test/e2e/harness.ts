@@ -5,13 +5,15 @@
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
 import { after, before } from 'node:test';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
 import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
+import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
@@ -508,5 +510,17 @@ export async function dumpDebug(e2e: E2E, name: string): Promise<void> {
         .catch((e: unknown) => `(no log: ${String(e).slice(0, 100)})`);
       process.stderr.write(`  log ${c.name}: ${String(log).slice(-1500)}\n`);
     }
+  }
+}
+
+/** The files and the ptah.sum `ptah migrations hash` writes for them: a migration directory in a ConfigMap. */
+export function withSum(files: Readonly<Record<string, string>>): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'ptah-e2e-mig-'));
+  try {
+    for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
+    hashMigrationDirectory(dir);
+    return { ...files, 'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }

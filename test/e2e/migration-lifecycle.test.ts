@@ -17,7 +17,6 @@ import { API_GROUP, API_VERSION, READ_REQUESTED_ANNOTATION } from '../../src/api
 import { UNRESOLVED_RUN_ANNOTATION, type PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahMigrationRunAcknowledgment } from '../../src/api/ptah-migration-approval.ts';
 import type { PtahMigrationPlan } from '../../src/api/ptah-migration-plan.ts';
-import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import {
   approveMigration,
   at,
@@ -27,6 +26,7 @@ import {
   getMigration,
   migrationWhen,
   useE2E,
+  withSum,
 } from './harness.ts';
 
 const { skip, e2e } = useE2E(async () => ({}), { mariadb: true });
@@ -150,18 +150,6 @@ const ENGINES: readonly Engine[] = [
     },
   },
 ];
-
-/** The files and the ptah.sum `ptah migrations hash` writes for them: a migration directory in a ConfigMap. */
-function withSum(files: Files): Files {
-  const dir = mkdtempSync(join(tmpdir(), 'ptah-e2e-mig-'));
-  try {
-    for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
-    hashMigrationDirectory(dir);
-    return { ...files, 'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 /** Runs `ptah migrations up` from this machine, as a person preparing the database would. */
 function ptahUp(url: string, files: Files): { status: number | null; stdout: string } {
