@@ -14,6 +14,7 @@ import { LABELS } from '../../src/api/meta.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import { freePort } from '../env/ports.ts';
 import {
+  assertCause,
   createSchema,
   createSecret,
   createSource,
@@ -23,6 +24,7 @@ import {
   getSchema,
   oomKillPods,
   query,
+  replaceSecret,
   useE2E,
   waitForPhase,
 } from './harness.ts';
@@ -110,38 +112,11 @@ async function failingSchema(
   return settled;
 }
 
-/** The cause is the condition's reason, its message matches, and the Warning Event says the same. */
-async function assertCause(s: PtahSchema, reason: string, message: RegExp): Promise<void> {
-  const failed = condition(s, 'ReconciliationFailed');
-  assert.equal(failed?.status, 'True');
-  assert.equal(failed?.reason, reason, failed?.message);
-  assert.match(failed?.message ?? '', message);
-  const events = await eventually(
-    `a ${reason} Event on ${s.metadata!.name}`,
-    async () => {
-      const list = await eventsOf(e2e(), s.metadata!.name!, reason);
-      return list.length > 0 ? list : undefined;
-    },
-    30_000,
-  );
-  assert.equal(events.length, 1, 'retries count on one Event');
-  assert.equal(events[0]!.type, 'Warning');
-  assert.match(events[0]!.message ?? '', message);
-}
-
 async function recovered(name: string): Promise<void> {
   const s = await waitForPhase(e2e(), name, ['InSync'], 120_000);
   const after = condition(s, 'ReconciliationFailed');
   assert.equal(after?.status, 'False', JSON.stringify(after));
   assert.equal(after?.reason, 'Succeeded');
-}
-
-async function replaceSecret(name: string, url: string): Promise<void> {
-  await e2e().core.replaceNamespacedSecret({
-    name,
-    namespace: e2e().namespace,
-    body: { metadata: { name }, stringData: { url } },
-  });
 }
 
 describe('classified causes in status', { skip }, () => {
@@ -153,6 +128,7 @@ describe('classified causes in status', { skip }, () => {
       url,
     );
     await assertCause(
+      e2e(),
       failed,
       'DesiredStateInvalid',
       /the desired state does not load: schema\.sql:2:8: SQL syntax error: syntax error at or near "TABL"/,
@@ -172,6 +148,7 @@ describe('classified causes in status', { skip }, () => {
     wrong.password = 'not-the-password';
     const failed = await failingSchema('password', TABLE, wrong.toString());
     await assertCause(
+      e2e(),
       failed,
       'DatabaseAuthenticationFailed',
       /SQLSTATE 28P01 \(invalid password; class 28: invalid authorization specification\)/,
@@ -180,7 +157,7 @@ describe('classified causes in status', { skip }, () => {
     assert.equal(condition(failed, 'DatabaseReachable')?.reason, 'DatabaseAuthenticationFailed');
     const text = JSON.stringify(failed.status);
     assert.ok(!text.includes('not-the-password') && !text.includes('password authentication failed'));
-    await replaceSecret('password-db', url);
+    await replaceSecret(e2e(), 'password-db', url);
     await recovered('password');
   });
 
@@ -189,8 +166,8 @@ describe('classified causes in status', { skip }, () => {
     const missing = new URL(url);
     missing.pathname = '/absent_db';
     const failed = await failingSchema('missingdb', TABLE, missing.toString());
-    await assertCause(failed, 'DatabaseNotFound', /SQLSTATE 3D000 \(class 3D: invalid catalog name\)/);
-    await replaceSecret('missingdb-db', url);
+    await assertCause(e2e(), failed, 'DatabaseNotFound', /SQLSTATE 3D000 \(class 3D: invalid catalog name\)/);
+    await replaceSecret(e2e(), 'missingdb-db', url);
     await recovered('missingdb');
   });
 
@@ -199,9 +176,9 @@ describe('classified causes in status', { skip }, () => {
     const closed = new URL(url);
     closed.port = String(await freePort());
     const failed = await failingSchema('closedport', TABLE, closed.toString());
-    await assertCause(failed, 'ConnectionRefused', /connection refused/);
+    await assertCause(e2e(), failed, 'ConnectionRefused', /connection refused/);
     assert.equal(condition(failed, 'DatabaseReachable')?.reason, 'ConnectionRefused');
-    await replaceSecret('closedport-db', url);
+    await replaceSecret(e2e(), 'closedport-db', url);
     await recovered('closedport');
   });
 
@@ -215,7 +192,7 @@ describe('classified causes in status', { skip }, () => {
     await reload();
     try {
       const failed = await failingSchema('tls', TABLE, url);
-      await assertCause(failed, 'TLSRequired', /refuses an unencrypted connection/);
+      await assertCause(e2e(), failed, 'TLSRequired', /refuses an unencrypted connection/);
     } finally {
       writeFileSync(hba, original);
       await reload();
@@ -228,7 +205,7 @@ describe('classified causes in status', { skip }, () => {
     oomKillPods(e2e(), [{ [LABELS.schema]: 'oom' }]);
     try {
       const failed = await failingSchema('oom', TABLE, url);
-      await assertCause(failed, 'OOMKilled', /OOMKilled, exit code 137/);
+      await assertCause(e2e(), failed, 'OOMKilled', /OOMKilled, exit code 137/);
     } finally {
       oomKillPods(e2e(), []);
     }
@@ -245,7 +222,7 @@ describe('classified causes in status', { skip }, () => {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE public.doomed IN ACCESS EXCLUSIVE MODE');
       const failed = await failingSchema('deadline', TABLE, url, { activeDeadlineSeconds: 30 });
-      await assertCause(failed, 'DeadlineExceeded', /within its deadline of 30s/);
+      await assertCause(e2e(), failed, 'DeadlineExceeded', /within its deadline of 30s/);
       assert.notEqual(condition(failed, 'DatabaseReachable')?.status, 'False');
     } finally {
       await holder.end();

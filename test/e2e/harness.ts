@@ -4,16 +4,15 @@
  * by the manager process itself, and the manager started as a separate process with the manager
  * ServiceAccount's identity — so it can be killed and restarted like a Pod.
  */
+import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
 import { parseAllDocuments } from 'yaml';
 import { buildCrds } from '../../src/api/crds.ts';
-import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
 import { API_GROUP, API_VERSION, LABELS } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
@@ -513,14 +512,46 @@ export async function dumpDebug(e2e: E2E, name: string): Promise<void> {
   }
 }
 
-/** The files and the ptah.sum `ptah migrations hash` writes for them: a migration directory in a ConfigMap. */
-export function withSum(files: Readonly<Record<string, string>>): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'ptah-e2e-mig-'));
-  try {
-    for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
-    hashMigrationDirectory(dir);
-    return { ...files, 'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+export { withSum } from '../env/migration-files.ts';
+
+/**
+ * A failure's cause, for either family: the ReconciliationFailed reason, its message, and the one Warning
+ * Event (retries count on it) that says the same.
+ */
+export async function assertCause(
+  e2e: E2E,
+  obj: {
+    readonly metadata?: { readonly name?: string };
+    readonly status?: {
+      readonly conditions?: readonly { type: string; status: string; reason: string; message: string }[];
+    };
+  },
+  reason: string,
+  message: RegExp,
+): Promise<void> {
+  const name = obj.metadata?.name ?? '';
+  const failed = obj.status?.conditions?.find((c) => c.type === 'ReconciliationFailed');
+  assert.equal(failed?.status, 'True');
+  assert.equal(failed?.reason, reason, failed?.message);
+  assert.match(failed?.message ?? '', message);
+  const events = await eventually(
+    `a ${reason} Event on ${name}`,
+    async () => {
+      const list = await eventsOf(e2e, name, reason);
+      return list.length > 0 ? list : undefined;
+    },
+    30_000,
+  );
+  assert.equal(events.length, 1, 'retries count on one Event');
+  assert.equal(events[0]!.type, 'Warning');
+  assert.match(events[0]!.message ?? '', message);
+}
+
+/** Puts another URL in a database Secret, as a person fixing it would. */
+export async function replaceSecret(e2e: E2E, name: string, url: string): Promise<void> {
+  await e2e.core.replaceNamespacedSecret({
+    name,
+    namespace: e2e.namespace,
+    body: { metadata: { name }, stringData: { url } },
+  });
 }

@@ -8,7 +8,16 @@ import { describe, it } from 'node:test';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import { freePort } from '../env/ports.ts';
-import { at, createSecret, eventsOf, eventually, migrationWhen, query, useE2E, withSum } from './harness.ts';
+import {
+  assertCause,
+  at,
+  createSecret,
+  migrationWhen,
+  query,
+  replaceSecret,
+  useE2E,
+  withSum,
+} from './harness.ts';
 
 const { skip, e2e } = useE2E();
 
@@ -50,38 +59,11 @@ async function failed(name: string): Promise<PtahMigration> {
   return m;
 }
 
-/** The cause is the condition's reason, its message matches, and the one Warning Event says the same. */
-async function assertCause(m: PtahMigration, reason: string, message: RegExp): Promise<void> {
-  const cause = condition(m, 'ReconciliationFailed');
-  assert.equal(cause?.status, 'True');
-  assert.equal(cause?.reason, reason, cause?.message);
-  assert.match(cause?.message ?? '', message);
-  const events = await eventually(
-    `a ${reason} Event on ${m.metadata.name}`,
-    async () => {
-      const list = await eventsOf(e2e(), m.metadata.name, reason);
-      return list.length > 0 ? list : undefined;
-    },
-    30_000,
-  );
-  assert.equal(events.length, 1, 'retries count on one Event');
-  assert.equal(events[0]!.type, 'Warning');
-  assert.match(events[0]!.message ?? '', message);
-}
-
 async function recovered(name: string): Promise<void> {
   const m = await migrationWhen(e2e(), name, 'InSync', (x) => x.status?.phase === 'InSync');
   const after = condition(m, 'ReconciliationFailed');
   assert.equal(after?.status, 'False', JSON.stringify(after));
   assert.equal(after?.reason, 'Succeeded');
-}
-
-async function replaceSecret(name: string, url: string): Promise<void> {
-  await e2e().core.replaceNamespacedSecret({
-    name,
-    namespace: e2e().namespace,
-    body: { metadata: { name }, stringData: { url } },
-  });
 }
 
 describe('causes in a PtahMigration status', { skip }, () => {
@@ -91,6 +73,7 @@ describe('causes in a PtahMigration status', { skip }, () => {
     await declare('m-nosecret', FIRST);
     const m = await failed('m-nosecret');
     await assertCause(
+      e2e(),
       m,
       'CredentialUnavailable',
       /Secret [^ ]+\/m-nosecret-db key url: the Secret does not exist/,
@@ -108,13 +91,14 @@ describe('causes in a PtahMigration status', { skip }, () => {
     await declare('m-password', FIRST);
     const m = await failed('m-password');
     await assertCause(
+      e2e(),
       m,
       'DatabaseAuthenticationFailed',
       /SQLSTATE 28P01 \(invalid password; class 28: invalid authorization specification\)/,
     );
     const text = JSON.stringify(m.status);
     assert.ok(!text.includes('not-the-password') && !text.includes('password authentication failed'));
-    await replaceSecret('m-password-db', url);
+    await replaceSecret(e2e(), 'm-password-db', url);
     await recovered('m-password');
   });
 
@@ -125,11 +109,12 @@ describe('causes in a PtahMigration status', { skip }, () => {
     await createSecret(e2e(), 'm-missingdb-db', missing.toString());
     await declare('m-missingdb', FIRST);
     await assertCause(
+      e2e(),
       await failed('m-missingdb'),
       'DatabaseNotFound',
       /SQLSTATE 3D000 \(class 3D: invalid catalog name\)/,
     );
-    await replaceSecret('m-missingdb-db', url);
+    await replaceSecret(e2e(), 'm-missingdb-db', url);
     await recovered('m-missingdb');
   });
 
@@ -139,8 +124,8 @@ describe('causes in a PtahMigration status', { skip }, () => {
     closed.port = String(await freePort());
     await createSecret(e2e(), 'm-closedport-db', closed.toString());
     await declare('m-closedport', FIRST);
-    await assertCause(await failed('m-closedport'), 'ConnectionRefused', /connection refused/);
-    await replaceSecret('m-closedport-db', url);
+    await assertCause(e2e(), await failed('m-closedport'), 'ConnectionRefused', /connection refused/);
+    await replaceSecret(e2e(), 'm-closedport-db', url);
     await recovered('m-closedport');
   });
 
@@ -152,7 +137,7 @@ describe('causes in a PtahMigration status', { skip }, () => {
     const m = await failed('m-badfile');
     const cause = condition(m, 'ReconciliationFailed');
     assert.match(cause?.message ?? '', /SQLSTATE 42601/, JSON.stringify(cause));
-    await assertCause(m, cause!.reason, /SQLSTATE 42601/);
+    await assertCause(e2e(), m, cause!.reason, /SQLSTATE 42601/);
     assert.ok(!JSON.stringify(m.status).includes('oops'), 'no statement text in status');
     await e2e().core.replaceNamespacedConfigMap({
       name: 'm-badfile-src',

@@ -2,15 +2,12 @@
 // the local control plane, with operation Pods run by the node agent against a real PostgreSQL whose contents
 // and statement log are the evidence. One environment for the file; each test has its own realm and database.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahRealmSpec } from '../../src/api/ptah-realm.ts';
-import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
+import { withSum } from '../env/migration-files.ts';
 import {
   at,
   createSecret,
@@ -82,18 +79,6 @@ async function declareRealmSchema(
     },
   });
   return url;
-}
-
-/** The files and the ptah.sum `ptah migrations hash` writes for them: a migration directory in a ConfigMap. */
-function withSum(files: Record<string, string>): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'ptah-e2e-realm-'));
-  try {
-    for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
-    hashMigrationDirectory(dir);
-    return { ...files, 'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 /** A PtahMigration naming a PtahRealm, applying Always: database `<name>_db`, Secret and ConfigMap likewise. */

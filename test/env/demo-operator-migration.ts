@@ -7,16 +7,13 @@
  *   applies it under the realm Lease, reads the history again and reports InSync. The revision table and
  *   the journal are printed at the end.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import pg from 'pg';
 import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahMigrationApproval } from '../../src/api/ptah-migration-approval.ts';
 import type { PtahMigrationPlan } from '../../src/api/ptah-migration-plan.ts';
-import { hashMigrationDirectory } from '../../src/engine/migrations/migration-directory.ts';
+import { withSum } from './migration-files.ts';
 import { waitFor, WaitAborted, type InstalledOperator } from './demo-operator-install.ts';
 import { explainStop, printJournal, type ProgressPrinter } from './demo-operator-view.ts';
 import type { EnvironmentDescription } from './environment.ts';
@@ -47,18 +44,6 @@ export interface MigrationActContext {
   readonly secrets: string[];
   section(title: string): void;
   kubeconfig(file: string): k8s.KubeConfig;
-}
-
-/** The files and the ptah.sum `ptah migrations hash` writes for them, as a person would commit them. */
-function withSum(files: Readonly<Record<string, string>>): Record<string, string> {
-  const dir = mkdtempSync(join(tmpdir(), 'ptah-demo-migrations-'));
-  try {
-    for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
-    hashMigrationDirectory(dir);
-    return { ...files, 'ptah.sum': readFileSync(join(dir, 'ptah.sum'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 const at = (namespace: string, plural: string) => ({
