@@ -9,8 +9,10 @@
 // manager RSS and CPU, the work queue's wait (the manager's ptah_queue_wait_seconds). Then a change batch:
 // every ACTIVE source gets a new column at once, and the time until every database has it and every
 // resource is InSync again is measured, with the API requests the manager sent per resource (its
-// ptah_api_requests_total) during the batch and during an idle minute. Phase 2, steady state: IDLE more schemas that are suspended (the manager caches,
-// watches and reconciles them, but runs no Job), to see what each resource costs the manager's memory;
+// ptah_api_requests_total) during the batch and during an idle minute, and how fast its webhooks answered
+// the reviews those phases caused (ptah_admission_review_duration_seconds). Phase 2, steady state: IDLE more
+// schemas that are suspended (the manager caches, watches and reconciles them, but runs no Job), to see what
+// each resource costs the manager's memory;
 // RSS is read after the queue settles. Phase 3, a restart burst: the manager is restarted and the time until
 // it has looked at every resource again (each ACTIVE resource's status rewritten or confirmed) is measured.
 // Figures only: nothing is asserted (speed and memory are measured here, not in timed tests).
@@ -65,15 +67,29 @@ function increases(
     .sort((a, b) => b[1] - a[1]);
 }
 
-/** A quantile of a histogram's increase between two scrapes, as the upper bound of its bucket. */
+/**
+ * A quantile of a histogram's increase between two scrapes, as the upper bound of its bucket, over every
+ * labelled series of it (the buckets of one bound summed).
+ */
 function histogramQuantile(before: Map<string, number>, after: Map<string, number>, name: string, q: number) {
-  const buckets = [...after]
-    .filter(([k]) => k.startsWith(`${name}_bucket{`))
-    .map(([k, v]) => ({ le: Number(/le="([^"]+)"/.exec(k)![1]), n: v - (before.get(k) ?? 0) }))
-    .sort((a, b) => a.le - b.le);
+  const byBound = new Map<number, number>();
+  for (const [k, v] of after) {
+    if (!k.startsWith(`${name}_bucket{`)) continue;
+    const le = Number(/le="([^"]+)"/.exec(k)![1]);
+    byBound.set(le, (byBound.get(le) ?? 0) + v - (before.get(k) ?? 0));
+  }
+  const buckets = [...byBound].map(([le, n]) => ({ le, n })).sort((a, b) => a.le - b.le);
   const total = buckets.at(-1)?.n ?? 0;
   if (total === 0) return NaN;
   return buckets.find((b) => b.n >= q * total)!.le;
+}
+
+/** How many reviews the manager's webhooks answered between two scrapes, and their p50/p99 bucket bounds. */
+function admissionLatency(before: Map<string, number>, after: Map<string, number>): string {
+  const name = 'ptah_admission_review_duration_seconds';
+  const count = sum(after, `${name}_count`) - sum(before, `${name}_count`);
+  const ms = (q: number) => (histogramQuantile(before, after, name, q) * 1000).toFixed(1);
+  return `${count} answered, p50/p99 ≤ ${ms(0.5)} / ${ms(0.99)} ms (bucket bound)`;
 }
 
 function procStatus(pid: number): { rssMiB: number; peakMiB: number; cpuSeconds: number } {
@@ -216,6 +232,7 @@ try {
   const metrics1 = await scrape(metricsPort);
   const waitP = (q: number) => histogramQuantile(metrics0, metrics1, 'ptah_queue_wait_seconds', q).toFixed(3);
   row('queue wait during the cold start, p50/p99 (bucket bound)', `${waitP(0.5)} / ${waitP(0.99)} s`);
+  row('admission reviews during the cold start', admissionLatency(metrics0, metrics1));
   const coldRequests = sum(metrics1, 'ptah_api_requests_total') - sum(metrics0, 'ptah_api_requests_total');
   row('API requests per resource, cold start', (coldRequests / ACTIVE).toFixed(1));
 
@@ -254,6 +271,7 @@ try {
     'queue wait during the change batch, p50/p99 (bucket bound)',
     `${batchWaitP(0.5)} / ${batchWaitP(0.99)} s`,
   );
+  row('admission reviews during the change batch', admissionLatency(metrics2, metrics3));
   const batchRequests = sum(metrics3, 'ptah_api_requests_total') - sum(metrics2, 'ptah_api_requests_total');
   row('API requests per resource, change batch', (batchRequests / ACTIVE).toFixed(1));
   row(`manager RSS after the change batch`, await memory(pid, metricsPort));

@@ -112,11 +112,13 @@ try {
         ...approvalWebhooks(kubernetesApprovalSubjects(kubeConfig)),
         ...controllerWebhooks(controller.writes, controller.pods),
       },
-      onReview: (e) =>
+      onReview: (e) => {
+        metrics?.admissionReview(e.path.replace(/^\//, ''), e.allowed, e.durationMs / 1000);
         log.info(
           { path: e.path, allowed: e.allowed, code: e.code, ms: e.durationMs, reason: e.message },
           'admission review',
-        ),
+        );
+      },
     });
     stopCertificateReload = reloadCertificateOnChange(files, webhooks, {
       onReload: (outcome) => log.info({ outcome }, 'webhook serving certificate changed'),

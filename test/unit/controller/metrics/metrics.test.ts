@@ -331,6 +331,20 @@ describe('OperatorMetrics', () => {
     assert.equal(sample(text, 'ptah_reconcile_duration_seconds_count{kind="PtahSchema",outcome="error"}'), 1);
     assert.equal(sample(text, 'ptah_leader'), 1);
   });
+
+  it('times admission reviews by webhook and whether they allowed', async () => {
+    const m = scrapeWith([], []);
+    m.admissionReview('vcontrollerwrite', true, 0.004);
+    m.admissionReview('vcontrollerwrite', false, 0.03);
+    m.admissionReview('mapproval', true, 0.002);
+    const text = await m.text();
+    const series = (webhook: string, allowed: boolean, le: string) =>
+      `ptah_admission_review_duration_seconds_bucket{le="${le}",webhook="${webhook}",allowed="${allowed}"}`;
+    assert.equal(sample(text, series('vcontrollerwrite', true, '0.005')), 1);
+    assert.equal(sample(text, series('vcontrollerwrite', false, '0.025')), 0);
+    assert.equal(sample(text, series('vcontrollerwrite', false, '0.05')), 1);
+    assert.equal(sample(text, series('mapproval', true, '0.0025')), 1);
+  });
 });
 
 describe('metrics endpoint', () => {
