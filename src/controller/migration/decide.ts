@@ -233,6 +233,10 @@ function latch(
     'ApplyOutcomeUnknown',
     `run ${claim.jobName} ended ${outcome.toLowerCase()}: no Apply runs until a history read shows nothing pending or a PtahMigrationRunAcknowledgment names operation ${claim.operationId}`,
   );
+  // Only the database settles the run, so its history is read at once rather than an interval later: a run
+  // whose result was never read (its epoch retired) gets the fresh reading the seeds make mandatory.
+  st.nextReconciliationTime = b.now;
+  b.requeue(0);
 }
 
 /** The run is settled: status first (post removes the copy), the journal says how. */

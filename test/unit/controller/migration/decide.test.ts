@@ -949,8 +949,8 @@ describe('migration decide: read requests, suspend and delete', () => {
     assert.equal(a.status.claim?.type, 'Apply');
     assert.equal(a.status.claim?.executionEpoch, executionBinding.epoch);
 
-    // Its Job ends: what it reported is never read; the run is latched as unknown until someone who looked
-    // at the database acknowledges it, and only then is the history read afresh.
+    // Its Job ends: what it reported is never read; the run is latched as unknown, and the history is read
+    // afresh at once: only a reading that shows nothing pending (or an acknowledgment) settles it.
     const ended = step(migration(a.status), T0 + 9000, {
       executionBinding: upgraded,
       job: { state: 'finished', uid: 'job-uid', succeeded: true },
@@ -971,6 +971,11 @@ describe('migration decide: read requests, suspend and delete', () => {
       ],
     );
     assert.equal(ended.status.phase, 'Blocked');
+    assert.equal(ended.status.nextReconciliationTime, new Date(T0 + 9000).toISOString());
+    assert.equal(ended.requeueAfterMs, 0);
+    const read = step(migration(ended.status), T0 + 9001, { executionBinding: upgraded });
+    assert.equal(read.status.claim?.type, 'History');
+    assert.equal(read.status.claim?.executionEpoch, upgraded.epoch);
   });
 
   it('suspension withdraws a read but observes a dispatched Apply to its end', () => {
