@@ -16,6 +16,7 @@ import { API_GROUP, LABELS, MANAGED_BY } from '../api/meta.ts';
 import { JOB_ANNOTATIONS, JOB_FAMILIES, MAIN_CONTAINER } from '../api/job-envelope.ts';
 import { PROJECTION_COMPONENT } from '../plan-store/plan-projection.ts';
 import { SNAPSHOT_COMPONENT, SNAPSHOT_NAME_PREFIX } from '../sources/snapshot-config-map.ts';
+import { JOB_SERVER_FILLED } from './job-server-filled.ts';
 import { objectDifferences, writtenPart, type ServerFilled } from './object-differences.ts';
 import { judgePlan, type PlanKind, type PlanObjectReads } from './plan-objects.ts';
 import { rebuildPlanPiece, type PlanPieceReads } from './plan-pieces.ts';
@@ -174,47 +175,6 @@ const CREATES: Readonly<
     sources.rebuildSnapshot(owner, cm.metadata?.name ?? '', reads),
 };
 
-/**
- * What the API server adds to a Job before admission sees it: the defaults of a Job and its Pod template,
- * and the selector with the Pod labels it derives from the Job's UID and name.
- */
-const JOB_SERVER_FILLED: readonly ServerFilled[] = [
-  {
-    path: 'spec.selector',
-    accepts: (v, o) => sameJson(v, { matchLabels: { 'batch.kubernetes.io/controller-uid': uidOf(o) } }),
-  },
-  { path: 'spec.completionMode', accepts: (v) => v === 'NonIndexed' },
-  { path: 'spec.suspend', accepts: (v) => v === false },
-  { path: 'spec.manualSelector', accepts: (v) => v === false },
-  { path: 'spec.podReplacementPolicy', accepts: (v) => v === 'TerminatingOrFailed' },
-  {
-    path: 'spec.template.metadata.labels["batch.kubernetes.io/controller-uid"]',
-    accepts: (v, o) => v === uidOf(o),
-  },
-  { path: 'spec.template.metadata.labels["controller-uid"]', accepts: (v, o) => v === uidOf(o) },
-  {
-    path: 'spec.template.metadata.labels["batch.kubernetes.io/job-name"]',
-    accepts: (v, o) => v === nameOf(o),
-  },
-  { path: 'spec.template.metadata.labels["job-name"]', accepts: (v, o) => v === nameOf(o) },
-  { path: 'spec.template.spec.dnsPolicy', accepts: (v) => v === 'ClusterFirst' },
-  { path: 'spec.template.spec.schedulerName', accepts: (v) => v === 'default-scheduler' },
-  ...(['containers', 'initContainers'] as const).flatMap((list) => [
-    {
-      path: `spec.template.spec.${list}[*].imagePullPolicy`,
-      accepts: (v: unknown) => v === 'IfNotPresent' || v === 'Always',
-    },
-    { path: `spec.template.spec.${list}[*].resources`, accepts: (v: unknown) => sameJson(v, {}) },
-    {
-      path: `spec.template.spec.${list}[*].env[*].valueFrom.fieldRef.apiVersion`,
-      accepts: (v: unknown) => v === 'v1',
-    },
-  ]),
-  { path: 'spec.template.spec.volumes[*].configMap.defaultMode', accepts: (v) => v === 0o644 },
-  { path: 'spec.template.spec.volumes[*].secret.defaultMode', accepts: (v) => v === 0o644 },
-  { path: 'spec.template.spec.volumes[*].projected.defaultMode', accepts: (v) => v === 0o644 },
-];
-
 const SERVER_FILLED: Readonly<Record<'Job' | 'SourceSnapshot', readonly ServerFilled[]>> = {
   Job: JOB_SERVER_FILLED,
   SourceSnapshot: [],
@@ -294,18 +254,6 @@ function mainEnv(job: Written, name: string): string | undefined {
     | undefined;
   const main = spec?.template?.spec?.containers?.find((c) => c.name === MAIN_CONTAINER);
   return main?.env?.find((e) => e.name === name)?.value;
-}
-
-function uidOf(o: Readonly<Record<string, unknown>>): string | undefined {
-  return (o['metadata'] as Meta | undefined)?.uid;
-}
-
-function nameOf(o: Readonly<Record<string, unknown>>): string | undefined {
-  return (o['metadata'] as Meta | undefined)?.name;
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /**

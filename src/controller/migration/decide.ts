@@ -46,6 +46,7 @@ import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
+import { unconfirmedMessage } from '../jobs/unconfirmed-apply.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -77,6 +78,8 @@ export interface MigrationDecideInput {
   readonly artifact?: ArtifactInput;
   readonly job?: JobObservation;
   readonly harvest?: Harvest;
+  /** An Apply Job this release cannot adopt (see the schema's decide): what differs. Never read. */
+  readonly unconfirmedJob?: string;
   /** For a finished History with pending versions: what publishing its plan would write. */
   readonly publication?: PlanPublication;
   /** For a finished History with pending versions: the plan as published (the publication's outcome). */
@@ -766,6 +769,11 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
       'Unknown',
       `run ${claim.jobName} ran under execution binding epoch ${retired}, retired by ${input.executionBinding.epoch}: its result is not read`,
     );
+    return;
+  }
+  if (dispatched && input.unconfirmedJob !== undefined) {
+    b.post.push(finishJob(claim));
+    latch(b, input, claim, 'Unknown', unconfirmedMessage(claim.jobName, input.unconfirmedJob));
     return;
   }
 

@@ -37,6 +37,7 @@ import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
+import { JobAdoption } from '../jobs/job-adoption.ts';
 import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
 import { sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
@@ -93,9 +94,12 @@ export class MigrationReconciler {
   private readonly clock: () => Date;
   private readonly events: EventRecorder;
 
+  private readonly adoption: JobAdoption;
+
   constructor(private readonly deps: MigrationReconcilerDeps) {
     this.clock = deps.clock ?? (() => new Date());
     this.events = managerEventRecorder({ core: deps.core, log: deps.log, clock: this.clock });
+    this.adoption = new JobAdoption(deps, deps.manager, this.clock);
   }
 
   async reconcile(key: ObjectKey, leadership?: AbortSignal): Promise<ReconcileResult> {
@@ -159,13 +163,22 @@ export class MigrationReconciler {
         if (held?.holder !== realmHolderIdentity(view.uid) || held.epoch !== claim.leaseEpoch)
           input = { ...input, leaseContinuityLost: true };
       }
-      // An Apply an upgrade retired is never read: its result belongs to releases that no longer run.
-      if (
+      // An Apply an upgrade retired is never read: its result belongs to releases that no longer run. Nor
+      // is one another process dispatched that this release does not build the same.
+      const readable =
         observed.state === 'finished' &&
         input.leaseContinuityLost !== true &&
         isClaimedJob(claim, observed) &&
-        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding)
-      ) {
+        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding);
+      const unconfirmedJob = readable
+        ? await this.adoption.unconfirmedApply(
+            { kind: 'PtahMigration', namespace: view.namespace, name: view.name, uid: view.uid },
+            claim,
+            job,
+          )
+        : undefined;
+      if (unconfirmedJob !== undefined) input = { ...input, unconfirmedJob };
+      if (readable && unconfirmedJob === undefined) {
         const harvest = await harvestJob(
           this.deps.core,
           view.namespace,
@@ -305,7 +318,7 @@ export class MigrationReconciler {
       case 'createJob': {
         const body = await this.jobFor(view, action.claim);
         try {
-          await batch.createNamespacedJob({ namespace: ns, body });
+          this.adoption.created(await batch.createNamespacedJob({ namespace: ns, body }));
           log.info(
             { migration: view.name, namespace: ns, job: action.claim.jobName, operation: action.claim.type },
             'operation job created',

@@ -46,6 +46,7 @@ import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
+import { unconfirmedMessage } from '../jobs/unconfirmed-apply.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -84,6 +85,11 @@ export interface DecideInput {
   readonly job?: JobObservation;
   /** What its Pod reported, when the Job finished. */
   readonly harvest?: Harvest;
+  /**
+   * A finished Apply Job another manager process dispatched that this release does not build the same from
+   * the claim (jobs/job-adoption.ts): what differs. Its result is not read.
+   */
+  readonly unconfirmedJob?: string;
   /** For a finished Plan with changes: what publishing it would write (the plan object and its chunks). */
   readonly publication?: PlanPublication;
   /** For a finished Plan with changes: the plan as published and read back (the publication's outcome). */
@@ -697,6 +703,13 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       'ApplyOutcomeUnknown',
       `apply ${claim.jobName} ran under execution binding epoch ${retired}, retired by ${input.executionBinding.epoch}: its result is not read, and a fresh observation decides`,
     );
+    applyEnded(b, input, claim, 'Unknown');
+    return;
+  }
+  // An Apply another process dispatched, that this release does not build the same: it cannot adopt it.
+  if (dispatchedApply && input.unconfirmedJob !== undefined) {
+    b.post.push(finishJob(claim));
+    b.event('Warning', 'ApplyOutcomeUnknown', unconfirmedMessage(claim.jobName, input.unconfirmedJob));
     applyEnded(b, input, claim, 'Unknown');
     return;
   }

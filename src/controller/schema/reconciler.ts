@@ -33,6 +33,7 @@ import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
+import { JobAdoption } from '../jobs/job-adoption.ts';
 import {
   collectSnapshots,
   resolveConfigMapSource,
@@ -101,9 +102,12 @@ export class SchemaReconciler {
   private readonly clock: () => Date;
   private readonly events: EventRecorder;
 
+  private readonly adoption: JobAdoption;
+
   constructor(private readonly deps: SchemaReconcilerDeps) {
     this.clock = deps.clock ?? (() => new Date());
     this.events = managerEventRecorder({ core: deps.core, log: deps.log, clock: this.clock });
+    this.adoption = new JobAdoption(deps, deps.manager, this.clock);
   }
 
   /**
@@ -166,13 +170,22 @@ export class SchemaReconciler {
           extra = { ...extra, leaseContinuityLost: true };
       }
       // A Job recreated under the claimed name by someone else is never read (decide says what follows).
-      // Nor is an Apply an upgrade retired: its result belongs to releases that no longer run.
-      if (
+      // Nor is an Apply an upgrade retired: its result belongs to releases that no longer run. Nor is one
+      // another process dispatched that this release does not build the same.
+      const readable =
         observed.state === 'finished' &&
         extra.leaseContinuityLost !== true &&
         isClaimedJob(claim, observed) &&
-        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding)
-      ) {
+        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding);
+      const unconfirmedJob = readable
+        ? await this.adoption.unconfirmedApply(
+            { kind: 'PtahSchema', namespace: view.namespace, name: view.name, uid: view.uid },
+            claim,
+            job,
+          )
+        : undefined;
+      if (unconfirmedJob !== undefined) extra = { ...extra, unconfirmedJob };
+      if (readable && unconfirmedJob === undefined) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
         extra = {
           ...extra,
@@ -326,7 +339,7 @@ export class SchemaReconciler {
       case 'createJob': {
         const body = await this.jobFor(view, action.claim);
         try {
-          await batch.createNamespacedJob({ namespace: view.namespace, body });
+          this.adoption.created(await batch.createNamespacedJob({ namespace: view.namespace, body }));
           log.info(
             {
               schema: view.name,

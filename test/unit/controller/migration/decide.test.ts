@@ -978,6 +978,22 @@ describe('migration decide: read requests, suspend and delete', () => {
     assert.equal(read.status.claim?.executionEpoch, upgraded.epoch);
   });
 
+  it('an Apply another process dispatched that this release does not build the same latches unknown', () => {
+    const { status, claim } = dispatched();
+    const ended = step(migration(status), T0 + 9000, {
+      job: { state: 'finished', uid: 'job-uid', succeeded: true },
+      unconfirmedJob: 'spec.template.spec.containers[name=ptah].image differs',
+    });
+    assert.equal(ended.status.unresolvedRun?.outcome, 'Unknown');
+    assert.equal(ended.status.phase, 'Blocked');
+    assert.match(
+      ended.events.find((e) => e.reason === 'ApplyOutcomeUnknown')?.message ?? '',
+      new RegExp(`^apply ${claim.jobName} was dispatched by another manager process`),
+    );
+    assert.ok(ended.post.some((p) => p.kind === 'finishJob'));
+    assert.equal(step(migration(ended.status), T0 + 9001).status.claim?.type, 'History');
+  });
+
   it('suspension withdraws a read but observes a dispatched Apply to its end', () => {
     const first = step(migration({}), T0);
     const suspended = spec({ suspend: true });

@@ -636,6 +636,36 @@ describe('schema lifecycle decision', () => {
     assert.equal(stamped.status.claim?.executionEpoch, executionBinding.epoch);
   });
 
+  it('an Apply another process dispatched that this release does not build the same is never read', () => {
+    const s = toAwaitingApproval({ apply: 'Always' });
+    let a = decide(input(s, T0 + 4000, { planCheck: { ok: true } }));
+    a = decide(input(schema(a.status, s.spec), T0 + 5000, { planCheck: { ok: true } }));
+    assert.equal(a.status.claim?.dispatchStarted, true);
+    const claim = a.status.claim!;
+    const ended = decide(
+      input(schema(a.status, s.spec), T0 + 9000, {
+        job: { state: 'finished', uid: 'j', succeeded: true },
+        unconfirmedJob: 'spec.template.spec.containers[name=ptah].image differs',
+      }),
+    );
+    assert.deepEqual(
+      ended.post.filter((p) => p.kind === 'finishJob'),
+      [{ kind: 'finishJob', jobName: claim.jobName, jobUID: 'j' }],
+    );
+    assert.deepEqual(
+      ended.events.map((e) => [e.type, e.reason, e.message]),
+      [
+        [
+          'Warning',
+          'ApplyOutcomeUnknown',
+          `apply ${claim.jobName} was dispatched by another manager process and this release does not build the same Job from its claim (spec.template.spec.containers[name=ptah].image differs): its result is not read, and a fresh read of the database decides`,
+        ],
+      ],
+    );
+    assert.equal(ended.status.claim?.type, 'Observe', 'a fresh observation is claimed');
+    assert.equal(ended.status.claim?.applyOutcome, 'Unknown');
+  });
+
   it('a withdrawn claim cleans up only the Job whose UID it recorded', () => {
     const claimed = decide(input(schema({}), T0)).status;
     const seen = decide(
