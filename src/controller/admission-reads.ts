@@ -7,7 +7,8 @@
  *     the few read here is kept beside it and served while the watched resourceVersion is the one kept;
  *   - a plan (an Apply Job's, or the owner of a plan chunk or projection) from its cache: plans are watched
  *     whole;
- *   - a plan chunk, which no watch holds (up to 8 MiB a plan), from the API server.
+ *   - no plan chunk: a chunk is judged by its bytes against its plan's record, and a projection against
+ *     the same record, so no review reads one (no watch holds them: up to 8 MiB a plan).
  * A watch that has not listed, or a cache without the object, sends the read to the API server. The
  * webhooks decide again from the API server whatever these reads do not admit (src/admission/reads.ts).
  */

@@ -8,7 +8,6 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Reads } from '../admission/reads.ts';
 import type { PtahSchemaPlan } from '../api/ptah-schema-plan.ts';
-import type { PtahSchemaPlanChunk } from '../api/ptah-schema-plan-chunk.ts';
 import type { ControllerWriteSources } from '../admission/vcontrollerwrite.ts';
 import type { PodIntentSources } from '../admission/vpodintent.ts';
 import { cachedJob, cachedJobReaders } from './admission-reads.ts';
@@ -55,8 +54,6 @@ export function controllerWriteSources(
       rebuildSnapshot: async (owner, _name, reads) => rebuildSnapshot(readers[reads], owner),
       readPlan: (namespace, name, reads) =>
         readers[reads].ptah.get<PtahSchemaPlan>('ptahschemaplans', namespace, name),
-      readChunk: (namespace, name, reads) =>
-        readers[reads].ptah.get<PtahSchemaPlanChunk>('ptahschemaplanchunks', namespace, name),
       planAgainstOwner: (kind, owner, plan, reads) => planAgainstOwner(readers[reads], kind, owner, plan),
     },
     pods: {
