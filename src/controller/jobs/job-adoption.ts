@@ -11,10 +11,9 @@
 import type { V1Job } from '@kubernetes/client-node';
 import { objectDifferences } from '../../admission/object-differences.ts';
 import { JOB_SERVER_FILLED } from '../../admission/job-server-filled.ts';
-import { JOB_ANNOTATIONS } from '../../api/job-envelope.ts';
+import { JOB_ANNOTATIONS, MAIN_CONTAINER } from '../../api/job-envelope.ts';
 import { rebuildJob, type JobOwner } from './expected-job.ts';
 import type { JobReaders } from './job-readers.ts';
-import { MAIN_CONTAINER } from '../../api/job-envelope.ts';
 import type { ManagerIdentity } from './operation-job.ts';
 
 /** Jobs remembered as this process's own or confirmed; the oldest are forgotten past it (and re-checked). */
