@@ -81,6 +81,27 @@ export interface E2EOptions {
   readonly mariadb?: boolean;
 }
 
+/**
+ * The handle of a file whose manager runs as the chart's Deployment (test/env/operator-chart.ts) rather than
+ * a process of the test's: the clients of the environment's identities, and no manager to start.
+ */
+export function chartE2E(env: Environment): E2E {
+  const cp = env.controlPlane;
+  const admin = kubeconfig(cp.kubeconfigs.admin);
+  return {
+    env,
+    namespace: cp.testNamespace,
+    admin,
+    approver: kubeconfig(cp.kubeconfigs.approver),
+    objects: admin.makeApiClient(k8s.CustomObjectsApi),
+    core: admin.makeApiClient(k8s.CoreV1Api),
+    batch: admin.makeApiClient(k8s.BatchV1Api),
+    managerLogs: [],
+    startManager: () => Promise.reject(new Error('the manager runs as the chart Deployment here')),
+    stop: () => env.stop(),
+  };
+}
+
 export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
   const env = await startEnvironment({
     components: ['node', 'postgres', ...(options.mariadb ? (['mariadb'] as const) : [])],

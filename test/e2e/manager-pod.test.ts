@@ -24,6 +24,7 @@ import {
   statementsIn,
   waitForPhase,
   type E2E,
+  chartE2E,
 } from './harness.ts';
 
 const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
@@ -41,12 +42,6 @@ let env: Environment;
 let chart: OperatorChart;
 let e: E2E;
 let installMs = 0;
-
-function kubeconfig(file: string): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(file);
-  return kc;
-}
 
 const apps = () => e.admin.makeApiClient(k8s.AppsV1Api);
 const leases = () => e.admin.makeApiClient(k8s.CoordinationV1Api);
@@ -100,19 +95,7 @@ before(async () => {
   if (skip) return;
   env = await startEnvironment({ components: ['node', 'postgres'] });
   const cp = env.controlPlane;
-  const admin = kubeconfig(cp.kubeconfigs.admin);
-  e = {
-    env,
-    namespace: cp.testNamespace,
-    admin,
-    approver: kubeconfig(cp.kubeconfigs.approver),
-    objects: admin.makeApiClient(k8s.CustomObjectsApi),
-    core: admin.makeApiClient(k8s.CoreV1Api),
-    batch: admin.makeApiClient(k8s.BatchV1Api),
-    managerLogs: [],
-    startManager: () => Promise.reject(new Error('the manager runs as the chart Deployment here')),
-    stop: () => env.stop(),
-  };
+  e = chartE2E(env);
   const started = Date.now();
   chart = await installOperatorChart({
     kubeconfig: cp.kubeconfigs.admin,
@@ -123,7 +106,7 @@ before(async () => {
   });
   installMs = Date.now() - started;
   // The chart ships the people's ClusterRoles unbound; the approver gets ptah-approver in the test namespace.
-  await admin.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
+  await e.admin.makeApiClient(k8s.RbacAuthorizationV1Api).createNamespacedRoleBinding({
     namespace: e.namespace,
     body: {
       metadata: { name: 'ptah-approver' },
