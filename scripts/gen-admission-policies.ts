@@ -82,11 +82,15 @@ export function webhookTemplate(current: string): string {
 const MANAGER = '@@PTAH_MANAGER_USERNAME@@';
 const IMAGE = '@@PTAH_MANAGER_IMAGE@@';
 
-export function admissionPolicyTemplate(): string {
+/**
+ * The chart's admission-policy template. `controllerStateVersion` is the code's own; another is given only by
+ * the upgrade tests, which build a release of another controller-state version (test/env/operator-build.ts).
+ */
+export function admissionPolicyTemplate(controllerStateVersion = CONTROLLER_STATE_VERSION): string {
   const docs = admissionPolicies({
     managerUsername: MANAGER,
     managerImage: IMAGE,
-    controllerStateVersion: CONTROLLER_STATE_VERSION,
+    controllerStateVersion,
   }).flatMap((p) => [p.policy, p.binding]);
   const body = docs
     .map((o) =>

@@ -3,15 +3,19 @@
 // database and a PtahSchema whose Apply validates a CHECK that sleeps per row, and `helm upgrade` rolling the
 // manager Deployment before either Apply ends. An upgrade that keeps the execution binding (only the log level
 // moves) hands the running Jobs to the new Pods, which read their results; one that changes the manager
-// image retires the epoch, and the new Pods wait the Jobs out without reading them and let a fresh read of
-// the database say where it stands. Either way each Job is made once and each statement runs once.
+// image, or installs a build of a newer controller-state version (its bundles and chart made from this
+// build, test/env/operator-build.ts), retires the epoch, and the new Pods wait the Jobs out without reading
+// them and let a fresh read of the database say where it stands. Either way each Job is made once and each
+// statement runs once.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION } from '../../src/api/meta.ts';
+import { JOB_ANNOTATIONS } from '../../src/api/job-envelope.ts';
+import { API_GROUP, API_VERSION, CONTROLLER_STATE_VERSION } from '../../src/api/meta.ts';
 import type { PtahMigration } from '../../src/api/ptah-migration.ts';
 import type { PtahSchema } from '../../src/api/ptah-schema.ts';
 import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/environment.ts';
+import { stateVersionBuild } from '../env/operator-build.ts';
 import {
   CHART,
   installOperatorChart,
@@ -31,6 +35,7 @@ import {
   statementsIn,
   withSum,
   type E2E,
+  chartE2E,
 } from './harness.ts';
 
 const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
@@ -45,12 +50,6 @@ const ROWS = Math.ceil(SLEEP_SECONDS / ROW_SLEEP_SECONDS);
 let env: Environment;
 let chart: OperatorChart;
 let e: E2E;
-
-function kubeconfig(file: string): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(file);
-  return kc;
-}
 
 async function managerPods(): Promise<k8s.V1Pod[]> {
   const list = await e.core.listNamespacedPod({ namespace: NS, labelSelector: MANAGER_PODS });
@@ -189,23 +188,107 @@ async function assertStillRunning(jobName: string): Promise<void> {
   );
 }
 
+/**
+ * Applies of both families running while `upgrade` starts a new execution epoch: both Jobs are waited out,
+ * given only their TTL and never read; a history read settles the migration and an Observe the schema, each
+ * Job made once and each statement run once. Returns both resources as they settled.
+ */
+async function retiredBy(
+  mname: string,
+  sname: string,
+  upgrade: () => Promise<{ readonly code: number; readonly stderr: string }>,
+): Promise<{ migration: PtahMigration; schema: PtahSchema }> {
+  const migrationUrl = await declareMigration(mname, { '1_slow.sql': SLOW(`${mname}_a`) });
+  await declareSchema(e, sname, {
+    existing: EXISTING_ITEMS,
+    data: { 'schema.sql': SLOW_CHECK },
+    policy: { apply: 'Always' },
+  });
+  const migration = await migrationApply(mname);
+  const schema = await schemaApply(sname);
+  const mclaim = migration.status!.claim!;
+  const sclaim = schema.status!.claim!;
+  const epoch = migration.status!.executionBinding!.epoch;
+  const schemaEpoch = schema.status!.executionBinding!.epoch;
+  assert.equal(mclaim.executionEpoch, epoch);
+  assert.equal(sclaim.executionEpoch, schemaEpoch);
+  const before = (await managerPods()).map((p) => p.metadata!.name!);
+
+  const upgraded = await upgrade();
+  assert.equal(upgraded.code, 0, upgraded.stderr);
+  const image = `${OPERATOR_REPOSITORY}@${chart.digest}`;
+  const pods = await eventually('both manager Pods replaced and Ready', () => rolledPast(before), 120_000);
+  assert.ok(pods.every((p) => p.spec?.containers[0]?.image === image));
+  await assertStillRunning(mclaim.jobName);
+  await assertStillRunning(sclaim.jobName);
+
+  // The migration: its run is latched unknown, and the history read at once finds nothing pending.
+  const m = await migrationWhen(
+    e,
+    mname,
+    'InSync under the new epoch after a history read',
+    (x) =>
+      x.status?.phase === 'InSync' &&
+      x.status.claim === undefined &&
+      x.status.executionBinding?.epoch !== epoch,
+    180_000,
+  );
+  const next = m.status!.executionBinding!.epoch;
+  assert.equal(m.status!.executionBinding!.managerImage, image);
+  const unknown = await eventsOf(e, mname, 'ApplyOutcomeUnknown');
+  assert.ok(
+    unknown.some(
+      (ev) =>
+        ev.message ===
+        `run ${mclaim.jobName} ran under execution binding epoch ${epoch}, retired by ${next}: its result is not read`,
+    ),
+    JSON.stringify(unknown.map((ev) => ev.message)),
+  );
+  assert.equal(m.status?.lastRun?.outcome, 'Unknown', 'the retired result was never certified');
+  assert.equal(m.status?.resolvedRun?.resolution, 'HistoryRead', JSON.stringify(m.status?.resolvedRun));
+  const mjob = await e.batch.readNamespacedJob({ namespace: e.namespace, name: mclaim.jobName });
+  assert.ok(ended(mjob));
+  assert.equal(mjob.spec?.ttlSecondsAfterFinished, 300, 'the retired Job got its cleanup TTL');
+  assert.equal((await migrationJobs(mname, 'apply')).length, 1, 'the Apply Job was never made again');
+  assert.deepEqual(await query(migrationUrl, `SELECT id FROM ${mname}_a`), [{ id: 1 }]);
+  assert.equal(statementsIn(e, `${mname}_db`, new RegExp(`INSERT INTO ${mname}_a`, 'i')).length, 1);
+
+  // The schema: its Apply ends Unknown, and a fresh observation proves the database before InSync.
+  const s = await schemaWhen(
+    sname,
+    'InSync under the new epoch after a fresh observation',
+    (x) =>
+      x.status?.phase === 'InSync' &&
+      x.status.claim === undefined &&
+      x.status.executionBinding?.epoch !== schemaEpoch,
+  );
+  const schemaNext = s.status!.executionBinding!.epoch;
+  assert.equal(s.status!.executionBinding!.managerImage, image);
+  assert.deepEqual(
+    (await eventsOf(e, sname, 'ApplyOutcomeUnknown')).map((ev) => ev.message),
+    [
+      `apply ${sclaim.jobName} ran under execution binding epoch ${schemaEpoch}, retired by ${schemaNext}: its result is not read, and a fresh observation decides`,
+    ],
+  );
+  const entries = s.status!.journal!.entries;
+  const finished = entries.findIndex((x) => x.type === 'ApplyFinished');
+  assert.equal(entries[finished]?.type === 'ApplyFinished' && entries[finished].outcome, 'Unknown');
+  assert.ok(
+    entries.slice(finished + 1).some((x) => x.type === 'Verified'),
+    `a reading after the Apply settles it: ${JSON.stringify(entries)}`,
+  );
+  const sjob = await e.batch.readNamespacedJob({ namespace: e.namespace, name: sclaim.jobName });
+  assert.equal(sjob.spec?.ttlSecondsAfterFinished, 300, 'the retired Job got its cleanup TTL');
+  assert.equal((await schemaApplyJobs(sname)).length, 1, 'the Apply Job was never made again');
+  assert.equal(statementsIn(e, `${sname}_db`, CHECK_ADDED).length, 1);
+  return { migration: m, schema: s };
+}
+
 before(async () => {
   if (skip) return;
   env = await startEnvironment({ components: ['node', 'postgres'] });
   const cp = env.controlPlane;
-  const admin = kubeconfig(cp.kubeconfigs.admin);
-  e = {
-    env,
-    namespace: cp.testNamespace,
-    admin,
-    approver: kubeconfig(cp.kubeconfigs.approver),
-    objects: admin.makeApiClient(k8s.CustomObjectsApi),
-    core: admin.makeApiClient(k8s.CoreV1Api),
-    batch: admin.makeApiClient(k8s.BatchV1Api),
-    managerLogs: [],
-    startManager: () => Promise.reject(new Error('the manager runs as the chart Deployment here')),
-    stop: () => env.stop(),
-  };
+  e = chartE2E(env);
   chart = await installOperatorChart({
     kubeconfig: cp.kubeconfigs.admin,
     imageMapFile: env.description.imageMapFile,
@@ -287,88 +370,25 @@ describe('a chart upgrade while Applies of both families run', { skip }, () => {
   });
 
   it('an upgrade to another manager image retires the epoch: the running Applies are waited out, their results never read, and fresh reads settle them', async () => {
-    const migrationUrl = await declareMigration('mretire', { '1_slow.sql': SLOW('mretire_a') });
-    await declareSchema(e, 'sretire', {
-      existing: EXISTING_ITEMS,
-      data: { 'schema.sql': SLOW_CHECK },
-      policy: { apply: 'Always' },
-    });
-    const migration = await migrationApply('mretire');
-    const schema = await schemaApply('sretire');
-    const mclaim = migration.status!.claim!;
-    const sclaim = schema.status!.claim!;
-    const epoch = migration.status!.executionBinding!.epoch;
-    const schemaEpoch = schema.status!.executionBinding!.epoch;
-    assert.equal(mclaim.executionEpoch, epoch);
-    assert.equal(sclaim.executionEpoch, schemaEpoch);
-    const before = (await managerPods()).map((p) => p.metadata!.name!);
+    await retiredBy('mretire', 'sretire', () => chart.upgradeImage('rebuilt'));
+  });
 
-    const upgraded = await chart.upgradeImage('rebuilt');
-    assert.equal(upgraded.code, 0, upgraded.stderr);
-    const image = `${OPERATOR_REPOSITORY}@${chart.digest}`;
-    const pods = await eventually('both manager Pods replaced and Ready', () => rolledPast(before), 120_000);
-    assert.ok(pods.every((p) => p.spec?.containers[0]?.image === image));
-    await assertStillRunning(mclaim.jobName);
-    await assertStillRunning(sclaim.jobName);
-
-    // The migration: its run is latched unknown, and the history read at once finds nothing pending.
-    const m = await migrationWhen(
-      e,
-      'mretire',
-      'InSync under the new epoch after a history read',
-      (x) =>
-        x.status?.phase === 'InSync' &&
-        x.status.claim === undefined &&
-        x.status.executionBinding?.epoch !== epoch,
-      180_000,
+  it("an upgrade to a build of a newer controller-state version retires the epoch likewise, and the reads after it run as the new build's Jobs", async () => {
+    const newer = CONTROLLER_STATE_VERSION + 1;
+    const build = stateVersionBuild(env.dir, newer);
+    const settled = await retiredBy('mstate', 'sstate', () => chart.upgradeImage('state', { build }));
+    assert.equal(settled.migration.status!.executionBinding!.controllerStateVersion, newer);
+    assert.equal(settled.schema.status!.executionBinding!.controllerStateVersion, newer);
+    // The fresh reads ran as the new build's Jobs, admitted by the policies its chart carries (their literal).
+    const reads = (await e.batch.listNamespacedJob({ namespace: e.namespace })).items.filter(
+      (j) =>
+        j.metadata?.annotations?.[JOB_ANNOTATIONS.controllerStateVersion] === String(newer) &&
+        [settled.migration.metadata.name, settled.schema.metadata.name].some(
+          (n) =>
+            j.metadata?.labels?.[`${API_GROUP}/migration`] === n ||
+            j.metadata?.labels?.[`${API_GROUP}/schema`] === n,
+        ),
     );
-    const next = m.status!.executionBinding!.epoch;
-    assert.equal(m.status!.executionBinding!.managerImage, image);
-    const unknown = await eventsOf(e, 'mretire', 'ApplyOutcomeUnknown');
-    assert.ok(
-      unknown.some(
-        (ev) =>
-          ev.message ===
-          `run ${mclaim.jobName} ran under execution binding epoch ${epoch}, retired by ${next}: its result is not read`,
-      ),
-      JSON.stringify(unknown.map((ev) => ev.message)),
-    );
-    assert.equal(m.status?.lastRun?.outcome, 'Unknown', 'the retired result was never certified');
-    assert.equal(m.status?.resolvedRun?.resolution, 'HistoryRead', JSON.stringify(m.status?.resolvedRun));
-    const mjob = await e.batch.readNamespacedJob({ namespace: e.namespace, name: mclaim.jobName });
-    assert.ok(ended(mjob));
-    assert.equal(mjob.spec?.ttlSecondsAfterFinished, 300, 'the retired Job got its cleanup TTL');
-    assert.equal((await migrationJobs('mretire', 'apply')).length, 1, 'the Apply Job was never made again');
-    assert.deepEqual(await query(migrationUrl, 'SELECT id FROM mretire_a'), [{ id: 1 }]);
-    assert.equal(statementsIn(e, 'mretire_db', /INSERT INTO mretire_a/i).length, 1);
-
-    // The schema: its Apply ends Unknown, and a fresh observation proves the database before InSync.
-    const s = await schemaWhen(
-      'sretire',
-      'InSync under the new epoch after a fresh observation',
-      (x) =>
-        x.status?.phase === 'InSync' &&
-        x.status.claim === undefined &&
-        x.status.executionBinding?.epoch !== schemaEpoch,
-    );
-    const schemaNext = s.status!.executionBinding!.epoch;
-    assert.equal(s.status!.executionBinding!.managerImage, image);
-    assert.deepEqual(
-      (await eventsOf(e, 'sretire', 'ApplyOutcomeUnknown')).map((ev) => ev.message),
-      [
-        `apply ${sclaim.jobName} ran under execution binding epoch ${schemaEpoch}, retired by ${schemaNext}: its result is not read, and a fresh observation decides`,
-      ],
-    );
-    const entries = s.status!.journal!.entries;
-    const finished = entries.findIndex((x) => x.type === 'ApplyFinished');
-    assert.equal(entries[finished]?.type === 'ApplyFinished' && entries[finished].outcome, 'Unknown');
-    assert.ok(
-      entries.slice(finished + 1).some((x) => x.type === 'Verified'),
-      `a reading after the Apply settles it: ${JSON.stringify(entries)}`,
-    );
-    const sjob = await e.batch.readNamespacedJob({ namespace: e.namespace, name: sclaim.jobName });
-    assert.equal(sjob.spec?.ttlSecondsAfterFinished, 300, 'the retired Job got its cleanup TTL');
-    assert.equal((await schemaApplyJobs('sretire')).length, 1, 'the Apply Job was never made again');
-    assert.equal(statementsIn(e, 'sretire_db', CHECK_ADDED).length, 1);
+    assert.ok(reads.length >= 2, `a read of each resource by the new build: ${reads.length}`);
   });
 });

@@ -27,8 +27,17 @@ export interface OperatorChart {
   digest: string;
   /** helm with this release's kubeconfig and a private HOME. */
   helm(args: readonly string[]): Promise<HelmRun>;
-  /** `helm upgrade` to the same build under a new digest (a rebuilt image), waiting for the rollout. */
-  upgradeImage(salt: string, extraSet?: readonly string[]): Promise<HelmRun>;
+  /**
+   * `helm upgrade` to the same build under a new digest (a rebuilt image), waiting for the rollout; or, with
+   * `build`, to another release's bundles and chart (test/env/operator-build.ts).
+   */
+  upgradeImage(
+    salt: string,
+    options?: {
+      readonly set?: readonly string[];
+      readonly build?: { readonly dist: string; readonly chart: string };
+    },
+  ): Promise<HelmRun>;
   uninstall(): Promise<HelmRun>;
 }
 
@@ -103,19 +112,24 @@ export async function installOperatorChart(options: OperatorChartOptions): Promi
     namespace,
     digest,
     helm,
-    async upgradeImage(salt, extraSet = []) {
-      const next = registerOperatorImage(options.imageMapFile, OPERATOR_REPOSITORY, salt);
+    async upgradeImage(salt, upgrade = {}) {
+      const next = registerOperatorImage(
+        options.imageMapFile,
+        OPERATOR_REPOSITORY,
+        salt,
+        upgrade.build?.dist,
+      );
       const run = await helm([
         'upgrade',
         release,
-        CHART,
+        upgrade.build?.chart ?? CHART,
         '-n',
         namespace,
         '--reuse-values',
         '--wait',
         '--timeout',
         timeout,
-        ...sets([...imageValues(next), ...extraSet]),
+        ...sets([...imageValues(next), ...(upgrade.set ?? [])]),
       ]);
       if (run.code === 0) chart.digest = next;
       return run;

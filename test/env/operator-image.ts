@@ -34,11 +34,10 @@ export const OPERATOR_IMAGE = {
 } as const;
 
 /** A digest of the bundles: the same build gives the same reference, a new build a new one. */
-export function operatorImageDigest(salt = ''): string {
+export function operatorImageDigest(salt = '', dist = join(ROOT, 'dist')): string {
   builtProgram('ptah-operator');
   builtProgram('ptah-runner');
   const hash = createHash('sha256').update(salt);
-  const dist = join(ROOT, 'dist');
   for (const name of readdirSync(dist)
     .filter((n) => n.endsWith('.mjs'))
     .sort()) {
@@ -49,10 +48,16 @@ export function operatorImageDigest(salt = ''): string {
 
 /**
  * Adds `repository@<digest>` to the node agent's image map as the operator image; returns the digest.
- * `salt` gives the same build another digest, as a rebuilt image would have (for upgrade tests).
+ * `salt` gives the same build another digest, as a rebuilt image would have (for upgrade tests); `dist`
+ * another build's bundles in place of this checkout's (test/env/operator-build.ts).
  */
-export function registerOperatorImage(imageMapFile: string, repository: string, salt = ''): string {
-  const digest = operatorImageDigest(salt);
+export function registerOperatorImage(
+  imageMapFile: string,
+  repository: string,
+  salt = '',
+  dist = join(ROOT, 'dist'),
+): string {
+  const digest = operatorImageDigest(salt, dist);
   const map = JSON.parse(readFileSync(imageMapFile, 'utf8')) as { images: Record<string, unknown> };
   map.images[`${repository}@${digest}`] = {
     entrypoint: OPERATOR_IMAGE.entrypoint,
@@ -61,6 +66,7 @@ export function registerOperatorImage(imageMapFile: string, repository: string, 
     env: { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...OPERATOR_IMAGE.env },
     files: {
       ...Object.fromEntries(Object.entries(OPERATOR_IMAGE.files).map(([at, from]) => [at, join(ROOT, from)])),
+      '/app/dist': dist,
       ...imageAccountFiles(imageMapFile),
     },
   };
