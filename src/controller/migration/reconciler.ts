@@ -36,7 +36,7 @@ import { migrationPlanMetadata } from '../../plan-store/plan-metadata.ts';
 import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
-import { finishJob } from '../jobs/finish-job.ts';
+import { claimedOperation, finishJob } from '../jobs/finish-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
 import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
 import { sourceBinding } from '../snapshot/source-binding.ts';
@@ -330,7 +330,7 @@ export class MigrationReconciler {
         return;
       }
       case 'finishJob':
-        await finishJob(batch, ns, action, log);
+        await finishJob(batch, ns, action, log, claimedOperation(view.uid, view.status.claim, action));
         return;
       case 'consumeApproval':
         await markDecision(

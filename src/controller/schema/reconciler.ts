@@ -32,7 +32,7 @@ import { projectForApply, readPlanBytes } from './plan-storage.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
-import { finishJob } from '../jobs/finish-job.ts';
+import { claimedOperation, finishJob } from '../jobs/finish-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
 import {
   collectSnapshots,
@@ -356,7 +356,13 @@ export class SchemaReconciler {
         return;
       }
       case 'finishJob':
-        await finishJob(batch, view.namespace, action, log);
+        await finishJob(
+          batch,
+          view.namespace,
+          action,
+          log,
+          claimedOperation(view.uid, view.status.claim, action),
+        );
         return;
       case 'consumeApproval':
         await this.markApproval(view.namespace, action.name, [
