@@ -102,6 +102,18 @@ export function chartE2E(env: Environment): E2E {
   };
 }
 
+/** The chart's manager Pods in `namespace` that are not being deleted. */
+export async function chartManagerPods(e2e: E2E, namespace: string): Promise<k8s.V1Pod[]> {
+  const list = await e2e.core.listNamespacedPod({
+    namespace,
+    labelSelector: 'app.kubernetes.io/component=manager',
+  });
+  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
+}
+
+export const podReady = (p: k8s.V1Pod): boolean =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
 export async function startE2E(options: E2EOptions = {}): Promise<E2E> {
   const env = await startEnvironment({
     components: ['node', 'postgres', ...(options.mariadb ? (['mariadb'] as const) : [])],

@@ -15,21 +15,22 @@ import { nodeAgentAvailable, startEnvironment, type Environment } from '../env/e
 import { installOperatorChart, OPERATOR_REPOSITORY, type OperatorChart } from '../env/operator-chart.ts';
 import {
   at,
+  chartE2E,
+  chartManagerPods,
   createApproval,
   declareSchema,
   dumpDebug,
   eventually,
   getSchema,
   query,
+  podReady,
   statementsIn,
   waitForPhase,
   type E2E,
-  chartE2E,
 } from './harness.ts';
 
 const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
 const NS = 'ptah-operator';
-const MANAGER_PODS = 'app.kubernetes.io/component=manager';
 const LEADER_LEASE = 'ptah-operator-leader';
 const ORDERS = `
 CREATE TABLE public.customers (id bigint PRIMARY KEY, email text NOT NULL);
@@ -46,13 +47,7 @@ let installMs = 0;
 const apps = () => e.admin.makeApiClient(k8s.AppsV1Api);
 const leases = () => e.admin.makeApiClient(k8s.CoordinationV1Api);
 
-async function managerPods(): Promise<k8s.V1Pod[]> {
-  const list = await e.core.listNamespacedPod({ namespace: NS, labelSelector: MANAGER_PODS });
-  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
-}
-
-const isReady = (p: k8s.V1Pod) =>
-  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+const managerPods = () => chartManagerPods(e, NS);
 
 async function managerLog(pod: string): Promise<string> {
   return String(await e.core.readNamespacedPodLog({ namespace: NS, name: pod, container: 'manager' }));
@@ -87,7 +82,7 @@ async function releaseObjects(): Promise<ReleaseObject[]> {
 /** Every manager Pod running `image`, all Ready, as many as the Deployment wants. */
 async function rolledOutTo(image: string): Promise<k8s.V1Pod[] | undefined> {
   const pods = await managerPods();
-  const ok = pods.length === 2 && pods.every((p) => p.spec?.containers[0]?.image === image && isReady(p));
+  const ok = pods.length === 2 && pods.every((p) => p.spec?.containers[0]?.image === image && podReady(p));
   return ok ? pods : undefined;
 }
 

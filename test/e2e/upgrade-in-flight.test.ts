@@ -24,6 +24,8 @@ import {
 } from '../env/operator-chart.ts';
 import {
   at,
+  chartE2E,
+  chartManagerPods,
   createSecret,
   declareSchema,
   getSchema,
@@ -32,15 +34,14 @@ import {
   eventually,
   migrationWhen,
   query,
+  podReady,
   statementsIn,
   withSum,
   type E2E,
-  chartE2E,
 } from './harness.ts';
 
 const skip = nodeAgentAvailable() ? false : 'the node agent is not available';
 const NS = 'ptah-operator';
-const MANAGER_PODS = 'app.kubernetes.io/component=manager';
 /** Long enough for `helm upgrade --wait` to roll both manager Pods while the Applies still run. */
 const SLEEP_SECONDS = 45;
 /** The schema Apply's CHECK sleeps this long per existing row while it validates. */
@@ -51,18 +52,12 @@ let env: Environment;
 let chart: OperatorChart;
 let e: E2E;
 
-async function managerPods(): Promise<k8s.V1Pod[]> {
-  const list = await e.core.listNamespacedPod({ namespace: NS, labelSelector: MANAGER_PODS });
-  return list.items.filter((p) => !p.metadata?.deletionTimestamp);
-}
-
-const isReady = (p: k8s.V1Pod) =>
-  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+const managerPods = () => chartManagerPods(e, NS);
 
 /** Both manager Pods Ready and none of them one of `old`: the Deployment rolled. */
 async function rolledPast(old: readonly string[]): Promise<k8s.V1Pod[] | undefined> {
   const pods = await managerPods();
-  const ok = pods.length === 2 && pods.every((p) => isReady(p) && !old.includes(p.metadata!.name!));
+  const ok = pods.length === 2 && pods.every((p) => podReady(p) && !old.includes(p.metadata!.name!));
   return ok ? pods : undefined;
 }
 
