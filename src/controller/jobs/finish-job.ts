@@ -7,23 +7,25 @@
  */
 import { PatchStrategy, setHeaderOptions, type BatchV1Api, type V1Job } from '@kubernetes/client-node';
 import { JOB_ANNOTATIONS } from '../../api/job-envelope.ts';
+import type { FinishJobAction } from './claim-job.ts';
 import type { Logger } from 'pino';
 import { isConflict, orUndefined, readJob } from '../runtime/kube.ts';
 import { observeJob } from './harvest.ts';
 
 export const FINISHED_JOB_TTL_SECONDS = 300;
 
+/** `ownerUID`: the resource whose claim this is, which must be the Job's controller owner. */
 export async function finishJob(
   batch: BatchV1Api,
   namespace: string,
-  action: { readonly jobName: string; readonly jobUID?: string },
+  action: FinishJobAction,
+  ownerUID: string,
   log: Logger,
-  claimed: ClaimedOperation,
 ): Promise<void> {
   const job = await readJob(batch, namespace, action.jobName);
   if (job === undefined) return;
   if (action.jobUID !== undefined && job.metadata?.uid !== action.jobUID) return;
-  const foreign = foreignJob(job, claimed);
+  const foreign = foreignJob(job, ownerUID, action.operationId);
   if (foreign !== undefined) {
     log.warn(
       { job: action.jobName, foreign },
@@ -60,27 +62,10 @@ export async function finishJob(
   });
 }
 
-/** Whose operation a Job must be for a claim to finish it: the resource, and the claim's operation id. */
-export interface ClaimedOperation {
-  readonly ownerUID: string;
-  /** Absent when the pass no longer holds the claim the Job was made for (nothing to compare). */
-  readonly operationId?: string;
-}
-
-function foreignJob(job: V1Job, claimed: ClaimedOperation): string | undefined {
+function foreignJob(job: V1Job, ownerUID: string, operationId: string): string | undefined {
   const owner = (job.metadata?.ownerReferences ?? []).find((o) => o.controller === true);
-  if (owner?.uid !== claimed.ownerUID) return `controller owner ${owner?.uid ?? 'none'}`;
+  if (owner?.uid !== ownerUID) return `controller owner ${owner?.uid ?? 'none'}`;
   const operation = job.metadata?.annotations?.[JOB_ANNOTATIONS.operationId];
-  if (claimed.operationId !== undefined && operation !== claimed.operationId)
-    return `operation ${operation ?? 'none'}`;
+  if (operation !== operationId) return `operation ${operation ?? 'none'}`;
   return undefined;
-}
-
-/** The operation a finishJob action is about: the pass's claim when it names that Job. */
-export function claimedOperation(
-  ownerUID: string,
-  claim: { readonly jobName: string; readonly operationId: string } | undefined,
-  action: { readonly jobName: string },
-): ClaimedOperation {
-  return claim?.jobName === action.jobName ? { ownerUID, operationId: claim.operationId } : { ownerUID };
 }

@@ -15,6 +15,21 @@ import { JOB_ANNOTATIONS, MAIN_CONTAINER } from '../../api/job-envelope.ts';
 import { rebuildJob, type JobOwner } from './expected-job.ts';
 import type { JobReaders } from './job-readers.ts';
 import type { ManagerIdentity } from './operation-job.ts';
+import type { ExecutionBinding } from '../../api/ptah-schema.ts';
+import { isRetiredApply } from '../execution-binding.ts';
+import { isClaimedJob } from './claim-job.ts';
+import type { JobObservation } from './harvest.ts';
+
+/** Read the result of the finished Job with this UID, or not (and why, when this release cannot adopt it). */
+export type ResultGate =
+  { readonly read: true; readonly uid: string } | { readonly read: false; readonly unconfirmedJob?: string };
+
+type GatedClaim = {
+  readonly type: string;
+  readonly dispatchStarted?: boolean | undefined;
+  readonly executionEpoch?: string | undefined;
+  readonly jobUID?: string | undefined;
+};
 
 /** Jobs remembered as this process's own or confirmed; the oldest are forgotten past it (and re-checked). */
 const REMEMBERED_JOBS = 10_000;
@@ -35,17 +50,35 @@ export class JobAdoption {
   }
 
   /**
-   * Why the finished Job of a dispatched Apply claim cannot be confirmed as the one this release builds
-   * (see `unconfirmed`), or undefined when it is confirmed or the claim is not a dispatched Apply: a
-   * read-only operation's result is checked by what it reports, and nothing it ran can be replayed.
+   * Whether this pass reads the result of the Job a claim names, in either family: the Job finished, it is
+   * the claimed object, the claim's hold was continuous, and its epoch still runs (an Apply an upgrade
+   * retired belongs to releases that no longer run). A dispatched Apply is read only once this release
+   * confirms it (`unconfirmed`); when that alone stands in the way, `unconfirmedJob` says why, and the
+   * decision ends the Apply unknown. A read-only operation is not confirmed: what it reports is checked by
+   * itself, and nothing it ran can be replayed.
    */
-  async unconfirmedApply(
+  async resultGate(
     owner: JobOwner,
-    claim: { readonly type: string; readonly dispatchStarted?: boolean },
+    claim: GatedClaim,
     live: V1Job | undefined,
-  ): Promise<string | undefined> {
-    if (claim.type !== 'Apply' || claim.dispatchStarted !== true || live === undefined) return undefined;
-    return await this.unconfirmed(owner, live);
+    observed: JobObservation,
+    pass: {
+      readonly leaseContinuityLost?: boolean | undefined;
+      readonly recorded: ExecutionBinding | undefined;
+      readonly current: ExecutionBinding;
+    },
+  ): Promise<ResultGate> {
+    if (
+      observed.state !== 'finished' ||
+      pass.leaseContinuityLost === true ||
+      !isClaimedJob(claim, observed) ||
+      isRetiredApply(claim, pass.recorded, pass.current)
+    )
+      return { read: false };
+    const read = { read: true, uid: observed.uid } as const;
+    if (claim.type !== 'Apply' || claim.dispatchStarted !== true || live === undefined) return read;
+    const unconfirmedJob = await this.unconfirmed(owner, live);
+    return unconfirmedJob === undefined ? read : { read: false, unconfirmedJob };
   }
 
   /**

@@ -46,7 +46,12 @@ import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
-import { unconfirmedMessage } from '../jobs/unconfirmed-apply.ts';
+import {
+  finishJobAction,
+  isClaimedJob,
+  unconfirmedMessage,
+  type FinishJobAction,
+} from '../jobs/claim-job.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -106,7 +111,7 @@ export type MigrationPreAction =
 
 export type MigrationPostAction =
   | { readonly kind: 'createJob'; readonly claim: MigrationClaim }
-  | { readonly kind: 'finishJob'; readonly jobName: string; readonly jobUID?: string }
+  | FinishJobAction
   | { readonly kind: 'consumeApproval'; readonly name: string; readonly uid: string }
   | {
       readonly kind: 'staleApprovals';
@@ -614,7 +619,7 @@ function handleDeletion(b: Builder, input: MigrationDecideInput): void {
       `the resource is deleted with run ${st.unresolvedRun.jobName} unresolved; the database may hold part of it`,
     );
   }
-  if (claim !== undefined) b.post.push(finishJob(claim));
+  if (claim !== undefined) b.post.push(finishJobAction(claim));
   st.claim = undefined;
   b.post.push({ kind: 'releaseLease' });
   b.post.push({ kind: 'removeFinalizer' });
@@ -625,11 +630,6 @@ function handleDeletion(b: Builder, input: MigrationDecideInput): void {
 
 export function needsLease(claim: MigrationClaim): boolean {
   return claim.type === 'Apply';
-}
-
-export function isClaimedJob(claim: MigrationClaim, job: JobObservation): boolean {
-  if (job.state === 'absent') return false;
-  return claim.jobUID === undefined || claim.jobUID === job.uid;
 }
 
 function leaseSeconds(input: MigrationDecideInput): number {
@@ -661,7 +661,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
     const refused = claim.type === 'Apply' && !input.realm.admitted;
     if (moved || refused) {
       endClaim(b, claim);
-      b.post.push(finishJob(claim));
+      b.post.push(finishJobAction(claim));
       if (rotated)
         b.event(
           'Normal',
@@ -690,7 +690,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
       'LeaseContinuityLost',
       `the realm Lease changed hands during run ${claim.jobName}; its result is discarded`,
     );
-    if (job.state !== 'absent') b.post.push(finishJob(claim));
+    if (job.state !== 'absent') b.post.push(finishJobAction(claim));
     if (dispatched) {
       latch(b, input, claim, 'Unknown', `run ${claim.jobName} lost its realm Lease; its outcome is unknown`);
       return;
@@ -742,7 +742,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   }
 
   if (job.state === 'running' && input.harvest?.kind === 'credential-unavailable') {
-    b.post.push(finishJob(claim));
+    b.post.push(finishJobAction(claim));
     if (dispatched) {
       latch(b, input, claim, 'Unknown', `run ${claim.jobName} cannot start: ${input.harvest.message}`);
       return;
@@ -761,7 +761,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
   // result is never read, replayed or certified, and only a fresh history read says where the database is.
   const retired = dispatched ? retiredClaimEpoch(claim, undefined, input.executionBinding) : undefined;
   if (retired !== undefined) {
-    b.post.push(finishJob(claim));
+    b.post.push(finishJobAction(claim));
     latch(
       b,
       input,
@@ -772,7 +772,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
     return;
   }
   if (dispatched && input.unconfirmedJob !== undefined) {
-    b.post.push(finishJob(claim));
+    b.post.push(finishJobAction(claim));
     latch(b, input, claim, 'Unknown', unconfirmedMessage(claim.jobName, input.unconfirmedJob));
     return;
   }
@@ -786,7 +786,7 @@ function handleClaim(b: Builder, input: MigrationDecideInput, claimed: Migration
       return;
     }
   }
-  b.post.push(finishJob(claim));
+  b.post.push(finishJobAction(claim));
 
   if (harvest.kind !== 'accepted') {
     const reasons: Readonly<Record<Exclude<Harvest['kind'], 'accepted'>, string>> = {
@@ -1340,12 +1340,4 @@ export function errorReason(result: RunnerResult, fallback: string): string {
     .split('_')
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
     .join('');
-}
-
-function finishJob(claim: MigrationClaim): MigrationPostAction {
-  return {
-    kind: 'finishJob',
-    jobName: claim.jobName,
-    ...(claim.jobUID !== undefined ? { jobUID: claim.jobUID } : {}),
-  };
 }

@@ -29,14 +29,15 @@ import {
 } from '../../api/ptah-migration-plan.ts';
 import { canonicalEngine, type ExecutionBinding } from '../../api/ptah-schema.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { currentExecutionBinding, executionPlanBinding, isRetiredApply } from '../execution-binding.ts';
+import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { coordinationOf, migrationLiveBinding } from '../live-binding.ts';
 import { migrationLiveBindingDifferences } from '../../plan-store/live-binding.ts';
 import { migrationPlanMetadata } from '../../plan-store/plan-metadata.ts';
 import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
-import { claimedOperation, finishJob } from '../jobs/finish-job.ts';
+import { finishJob } from '../jobs/finish-job.ts';
+import { isClaimedJob } from '../jobs/claim-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
 import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
 import { sourceBinding } from '../snapshot/source-binding.ts';
@@ -58,7 +59,6 @@ import {
 } from '../decision/durable-writes.ts';
 import {
   decideMigration,
-  isClaimedJob,
   type EventSpec,
   type MigrationDecideInput,
   type MigrationDecision,
@@ -163,27 +163,26 @@ export class MigrationReconciler {
         if (held?.holder !== realmHolderIdentity(view.uid) || held.epoch !== claim.leaseEpoch)
           input = { ...input, leaseContinuityLost: true };
       }
-      // An Apply an upgrade retired is never read: its result belongs to releases that no longer run. Nor
-      // is one another process dispatched that this release does not build the same.
-      const readable =
-        observed.state === 'finished' &&
-        input.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed) &&
-        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding);
-      const unconfirmedJob = readable
-        ? await this.adoption.unconfirmedApply(
-            { kind: 'PtahMigration', namespace: view.namespace, name: view.name, uid: view.uid },
-            claim,
-            job,
-          )
-        : undefined;
-      if (unconfirmedJob !== undefined) input = { ...input, unconfirmedJob };
-      if (readable && unconfirmedJob === undefined) {
+      // A retired epoch's Apply, a replaced Job or one this release cannot adopt is never read (resultGate).
+      const result = await this.adoption.resultGate(
+        { kind: 'PtahMigration', namespace: view.namespace, name: view.name, uid: view.uid },
+        claim,
+        job,
+        observed,
+        {
+          leaseContinuityLost: input.leaseContinuityLost,
+          recorded: view.status.executionBinding,
+          current: input.executionBinding,
+        },
+      );
+      if (!result.read && result.unconfirmedJob !== undefined)
+        input = { ...input, unconfirmedJob: result.unconfirmedJob };
+      if (result.read) {
         const harvest = await harvestJob(
           this.deps.core,
           view.namespace,
           claim,
-          observed.uid,
+          result.uid,
           claim.type === 'Apply' ? 'migration-apply' : runnerOperation(claim),
         );
         input = {
@@ -330,7 +329,7 @@ export class MigrationReconciler {
         return;
       }
       case 'finishJob':
-        await finishJob(batch, ns, action, log, claimedOperation(view.uid, view.status.claim, action));
+        await finishJob(batch, ns, action, view.uid, log);
         return;
       case 'consumeApproval':
         await markDecision(

@@ -46,7 +46,12 @@ import { sourceStep } from '../snapshot/source-step.ts';
 import type { ResolutionResult } from '../snapshot/resolve-source.ts';
 import type { DurableWrite, PlanPublication } from '../decision/durable-writes.ts';
 import { retiredClaimEpoch, supersededBy } from '../execution-binding.ts';
-import { unconfirmedMessage } from '../jobs/unconfirmed-apply.ts';
+import {
+  finishJobAction,
+  isClaimedJob,
+  unconfirmedMessage,
+  type FinishJobAction,
+} from '../jobs/claim-job.ts';
 import {
   artifactClaimMoved,
   resolutionInputs,
@@ -136,7 +141,7 @@ export type PreAction =
 export type PostAction =
   | { readonly kind: 'createJob'; readonly claim: Claim }
   /** Set the finished Job's TTL, or delete a running one; `jobUID`, when recorded, names the only Job it may touch. */
-  | { readonly kind: 'finishJob'; readonly jobName: string; readonly jobUID?: string }
+  | FinishJobAction
   | {
       readonly kind: 'consumeApproval';
       readonly name: string;
@@ -481,7 +486,7 @@ function handleDeletion(b: Builder, input: DecideInput): void {
       `the Job of apply ${claim.jobName} is missing; nothing more runs`,
     );
   }
-  if (claim !== undefined) b.post.push(finishJob(claim));
+  if (claim !== undefined) b.post.push(finishJobAction(claim));
   st.claim = undefined;
   b.post.push({ kind: 'releaseLease' });
   b.post.push({ kind: 'removeFinalizer' });
@@ -560,15 +565,6 @@ export function needsLease(claim: Claim): boolean {
 }
 
 /**
- * Whether the Job found under the claimed name is the object the claim recorded. Until a pass has seen the
- * Job there is no UID to compare, and the Job bearing the name is the one this operation created.
- */
-export function isClaimedJob(claim: Claim, job: JobObservation): boolean {
-  if (job.state === 'absent') return false;
-  return claim.jobUID === undefined || claim.jobUID === job.uid;
-}
-
-/**
  * The name is borne by another object than the Job this operation created (deleted and recreated by
  * someone else): whatever it reports is not this operation's result, so it is neither read nor touched.
  * An Apply is then as good as missing: its outcome is unknown and it is never dispatched again; a read-only
@@ -615,7 +611,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
     const refused = claim.type === 'Apply' && !input.realm.admitted;
     if (moved || refused) {
       st.claim = undefined;
-      b.post.push(finishJob(claim));
+      b.post.push(finishJobAction(claim));
       if (needsLease(claim)) b.post.push({ kind: 'releaseLease' });
       if (rotated)
         b.event(
@@ -697,7 +693,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   // result is never read, replayed or certified, and only a fresh reading says where the database stands.
   const retired = dispatchedApply ? retiredClaimEpoch(claim, undefined, input.executionBinding) : undefined;
   if (retired !== undefined) {
-    b.post.push(finishJob(claim));
+    b.post.push(finishJobAction(claim));
     b.event(
       'Warning',
       'ApplyOutcomeUnknown',
@@ -708,7 +704,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
   }
   // An Apply another process dispatched, that this release does not build the same: it cannot adopt it.
   if (dispatchedApply && input.unconfirmedJob !== undefined) {
-    b.post.push(finishJob(claim));
+    b.post.push(finishJobAction(claim));
     b.event('Warning', 'ApplyOutcomeUnknown', unconfirmedMessage(claim.jobName, input.unconfirmedJob));
     applyEnded(b, input, claim, 'Unknown');
     return;
@@ -723,7 +719,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
       return;
     }
   }
-  b.post.push(finishJob(claim));
+  b.post.push(finishJobAction(claim));
 
   if (harvest.kind !== 'accepted') {
     // What the node or the Job says outranks a missing frame: it says why there is none.
@@ -775,7 +771,7 @@ function handleClaim(b: Builder, input: DecideInput, claimed: Claim): void {
  * unknown and its proof reads the database (and fails the same way while the Secret stays missing).
  */
 function credentialMissing(b: Builder, input: DecideInput, claim: Claim, message: string): void {
-  b.post.push(finishJob(claim));
+  b.post.push(finishJobAction(claim));
   if (claim.type === 'Apply') {
     b.event('Warning', 'CredentialUnavailable', `apply ${claim.jobName} cannot start: ${message}`);
     applyEnded(b, input, claim, 'Unknown');
@@ -796,7 +792,7 @@ function leaseLost(b: Builder, input: DecideInput, claim: Claim, job: JobObserva
     'LeaseContinuityLost',
     `the realm Lease changed hands during ${claim.type.toLowerCase()} ${claim.jobName}; its result is discarded`,
   );
-  if (job.state !== 'absent') b.post.push(finishJob(claim));
+  if (job.state !== 'absent') b.post.push(finishJobAction(claim));
   if (claim.type === 'Apply') {
     if (claim.dispatchStarted === true) {
       applyEnded(b, input, claim, 'Unknown', { freshHold: true });
@@ -1486,12 +1482,4 @@ export function errorReason(result: RunnerResult, fallback: string): string {
 /** A digest of the status fields a reader compares, to skip writes that change nothing. */
 export function statusDigest(status: SchemaStatus): string {
   return canonicalDigest(JSON.parse(JSON.stringify(status)) as never);
-}
-
-function finishJob(claim: Claim): PostAction {
-  return {
-    kind: 'finishJob',
-    jobName: claim.jobName,
-    ...(claim.jobUID !== undefined ? { jobUID: claim.jobUID } : {}),
-  };
 }

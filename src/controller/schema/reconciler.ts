@@ -24,7 +24,7 @@ import {
 import type { PtahSchemaApproval } from '../../api/ptah-schema-approval.ts';
 import type { PtahSchemaPlan } from '../../api/ptah-schema-plan.ts';
 import type { RunnerResult } from '../../protocol/result.ts';
-import { currentExecutionBinding, executionPlanBinding, isRetiredApply } from '../execution-binding.ts';
+import { currentExecutionBinding, executionPlanBinding } from '../execution-binding.ts';
 import { buildSchemaPlan, type PlanInputs } from '../../plan-store/build-plan.ts';
 import { liveBindingDifferences } from '../../plan-store/live-binding.ts';
 import { coordinationOf, schemaLiveBinding } from '../live-binding.ts';
@@ -32,7 +32,8 @@ import { projectForApply, readPlanBytes } from './plan-storage.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
-import { claimedOperation, finishJob } from '../jobs/finish-job.ts';
+import { finishJob } from '../jobs/finish-job.ts';
+import { isClaimedJob } from '../jobs/claim-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
 import {
   collectSnapshots,
@@ -54,14 +55,7 @@ import type { RealmCensus } from '../realm/realm-census.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
-import {
-  applyAuthorisation,
-  decide,
-  isClaimedJob,
-  type Decision,
-  type EventSpec,
-  type PostAction,
-} from './decide.ts';
+import { applyAuthorisation, decide, type Decision, type EventSpec, type PostAction } from './decide.ts';
 import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
 import { isConflict, orUndefined, PtahObjects, readJob } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
@@ -169,24 +163,23 @@ export class SchemaReconciler {
         if (held?.holder !== ours || held.epoch !== claim.leaseEpoch)
           extra = { ...extra, leaseContinuityLost: true };
       }
-      // A Job recreated under the claimed name by someone else is never read (decide says what follows).
-      // Nor is an Apply an upgrade retired: its result belongs to releases that no longer run. Nor is one
-      // another process dispatched that this release does not build the same.
-      const readable =
-        observed.state === 'finished' &&
-        extra.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed) &&
-        !isRetiredApply(claim, view.status.executionBinding, input.executionBinding);
-      const unconfirmedJob = readable
-        ? await this.adoption.unconfirmedApply(
-            { kind: 'PtahSchema', namespace: view.namespace, name: view.name, uid: view.uid },
-            claim,
-            job,
-          )
-        : undefined;
-      if (unconfirmedJob !== undefined) extra = { ...extra, unconfirmedJob };
-      if (readable && unconfirmedJob === undefined) {
-        const harvest = await harvestJob(this.deps.core, view.namespace, claim, observed.uid);
+      // A retired epoch's Apply, a replaced Job or one this release cannot adopt is never read (resultGate);
+      // decide says what follows.
+      const result = await this.adoption.resultGate(
+        { kind: 'PtahSchema', namespace: view.namespace, name: view.name, uid: view.uid },
+        claim,
+        job,
+        observed,
+        {
+          leaseContinuityLost: extra.leaseContinuityLost,
+          recorded: view.status.executionBinding,
+          current: input.executionBinding,
+        },
+      );
+      if (!result.read && result.unconfirmedJob !== undefined)
+        extra = { ...extra, unconfirmedJob: result.unconfirmedJob };
+      if (result.read) {
+        const harvest = await harvestJob(this.deps.core, view.namespace, claim, result.uid);
         extra = {
           ...extra,
           harvest,
@@ -356,13 +349,7 @@ export class SchemaReconciler {
         return;
       }
       case 'finishJob':
-        await finishJob(
-          batch,
-          view.namespace,
-          action,
-          log,
-          claimedOperation(view.uid, view.status.claim, action),
-        );
+        await finishJob(batch, view.namespace, action, view.uid, log);
         return;
       case 'consumeApproval':
         await this.markApproval(view.namespace, action.name, [

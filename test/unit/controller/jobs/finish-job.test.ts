@@ -1,11 +1,13 @@
 // finishJob touches only the Job the claim names: this UID, this resource as its controller owner, this
-// operation id in its envelope. Anything else under the name is left as it is.
+// operation id in its envelope (the decision's action carries the claim's). Anything else under the name is
+// left as it is.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BatchV1Api, V1Job } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { JOB_ANNOTATIONS } from '../../../../src/api/job-envelope.ts';
-import { claimedOperation, finishJob } from '../../../../src/controller/jobs/finish-job.ts';
+import { finishJobAction } from '../../../../src/controller/jobs/claim-job.ts';
+import { finishJob } from '../../../../src/controller/jobs/finish-job.ts';
 
 const OPERATION = `sha256:${'a'.repeat(64)}`;
 
@@ -47,27 +49,24 @@ function batchHolding(job: V1Job): { batch: BatchV1Api; patched: unknown[] } {
 }
 
 const log = pino({ level: 'silent' });
-const action = { jobName: 'ptah-apply-orders-aaaaaaaaaaaaaaaa', jobUID: 'job-uid' };
-const claim = { jobName: action.jobName, operationId: OPERATION };
+const action = finishJobAction({
+  jobName: 'ptah-apply-orders-aaaaaaaaaaaaaaaa',
+  jobUID: 'job-uid',
+  operationId: OPERATION,
+});
 
 describe('finishJob', () => {
   it('adds the cleanup TTL to the finished Job of the claimed operation', async () => {
     const { batch, patched } = batchHolding(finished());
-    await finishJob(batch, 'ns', action, log, claimedOperation('schema-uid', claim, action));
+    await finishJob(batch, 'ns', action, 'schema-uid', log);
     assert.deepEqual(patched, [{ spec: { ttlSecondsAfterFinished: 300 } }]);
   });
 
   it('leaves alone a Job of another controller owner or another operation under the name', async () => {
     for (const job of [finished({ owner: 'another' }), finished({ operation: `sha256:${'b'.repeat(64)}` })]) {
       const { batch, patched } = batchHolding(job);
-      await finishJob(batch, 'ns', action, log, claimedOperation('schema-uid', claim, action));
+      await finishJob(batch, 'ns', action, 'schema-uid', log);
       assert.deepEqual(patched, []);
     }
-  });
-
-  it('compares the operation only when the pass still holds the claim that names the Job', () => {
-    assert.deepEqual(claimedOperation('u', claim, action), { ownerUID: 'u', operationId: OPERATION });
-    assert.deepEqual(claimedOperation('u', undefined, action), { ownerUID: 'u' });
-    assert.deepEqual(claimedOperation('u', { ...claim, jobName: 'other' }, action), { ownerUID: 'u' });
   });
 });

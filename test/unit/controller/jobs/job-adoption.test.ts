@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Job } from '@kubernetes/client-node';
 import { JOB_ANNOTATIONS } from '../../../../src/api/job-envelope.ts';
-import type { PtahSchema } from '../../../../src/api/ptah-schema.ts';
+import type { ExecutionBinding, PtahSchema } from '../../../../src/api/ptah-schema.ts';
 import { JobAdoption } from '../../../../src/controller/jobs/job-adoption.ts';
 import type { JobReaders } from '../../../../src/controller/jobs/job-readers.ts';
 import type { ManagerIdentity } from '../../../../src/controller/jobs/operation-job.ts';
@@ -21,6 +21,7 @@ const MANAGER: ManagerIdentity = {
   ptahVersion: '0.1.0',
   runnerImage: 'registry.example/ptah-runner@sha256:' + '2'.repeat(64),
 };
+const EXECUTION: ExecutionBinding = { ...MANAGER, runnerProtocolVersion: 1, epoch: 'v1-' + 'e'.repeat(32) };
 const PREDECESSOR: ManagerIdentity = { ...MANAGER, managerImage: 'registry.example/ptah-operator:old' };
 
 const schema = {
@@ -123,15 +124,50 @@ describe('adopting a Job another manager process dispatched', () => {
     );
   });
 
-  it("takes a Job this process created as its own, and checks only a dispatched Apply's", async () => {
+  it("reads a finished Job's result only past the gate: claimed, continuous, of a running epoch, and adopted", async () => {
     const live = await stored(MANAGER);
     live.spec!.template.spec!.containers[0]!.image = 'somebody/else';
     const adoption = new JobAdoption(readers, MANAGER, () => NOW);
-    const observe = { type: 'Observe', dispatchStarted: true };
-    assert.equal(await adoption.unconfirmedApply(owner, observe, live), undefined, 'not an Apply');
-    const apply = { type: 'Apply', dispatchStarted: true };
-    assert.notEqual(await adoption.unconfirmed(owner, live), undefined);
+    const finished = { state: 'finished', uid: 'job-uid-1', succeeded: true } as const;
+    const epoch = { ...EXECUTION, epoch: 'v1-' + 'a'.repeat(32) };
+    const pass = { recorded: epoch, current: epoch };
+    const apply = { type: 'Apply', dispatchStarted: true, executionEpoch: epoch.epoch };
+
+    // Not an Apply: read without confirmation. A dispatched Apply this release does not build: not read.
+    const observe = { type: 'Observe', executionEpoch: epoch.epoch };
+    assert.deepEqual(await adoption.resultGate(owner, observe, live, finished, pass), {
+      read: true,
+      uid: 'job-uid-1',
+    });
+    const refused = await adoption.resultGate(owner, apply, live, finished, pass);
+    assert.equal(refused.read, false);
+    assert.match((!refused.read && refused.unconfirmedJob) || '', /image/);
+
+    // Not finished, another UID, a broken hold, a retired epoch: not read, and nothing to confirm.
+    const quiet = { read: false };
+    assert.deepEqual(
+      await adoption.resultGate(owner, apply, live, { state: 'running', uid: 'job-uid-1' }, pass),
+      quiet,
+    );
+    assert.deepEqual(
+      await adoption.resultGate(owner, { ...apply, jobUID: 'another' }, live, finished, pass),
+      quiet,
+    );
+    assert.deepEqual(
+      await adoption.resultGate(owner, apply, live, finished, { ...pass, leaseContinuityLost: true }),
+      quiet,
+    );
+    const upgraded = { ...epoch, epoch: 'v1-' + 'b'.repeat(32) };
+    assert.deepEqual(
+      await adoption.resultGate(owner, apply, live, finished, { recorded: epoch, current: upgraded }),
+      quiet,
+    );
+
+    // A Job this process created is its own: read without confirmation.
     adoption.created(live);
-    assert.equal(await adoption.unconfirmedApply(owner, apply, live), undefined, 'created here');
+    assert.deepEqual(await adoption.resultGate(owner, apply, live, finished, pass), {
+      read: true,
+      uid: 'job-uid-1',
+    });
   });
 });

@@ -958,7 +958,14 @@ describe('migration decide: read requests, suspend and delete', () => {
     });
     assert.deepEqual(
       ended.post.filter((p) => p.kind === 'finishJob'),
-      [{ kind: 'finishJob', jobName: a.status.claim!.jobName, jobUID: 'job-uid' }],
+      [
+        {
+          kind: 'finishJob',
+          jobName: a.status.claim!.jobName,
+          jobUID: 'job-uid',
+          operationId: a.status.claim!.operationId,
+        },
+      ],
     );
     assert.equal(ended.status.claim, undefined);
     assert.equal(ended.status.unresolvedRun?.outcome, 'Unknown');

@@ -599,7 +599,14 @@ describe('schema lifecycle decision', () => {
     );
     assert.deepEqual(
       ended.post.filter((a) => a.kind === 'finishJob'),
-      [{ kind: 'finishJob', jobName: running.status.claim!.jobName, jobUID: 'j' }],
+      [
+        {
+          kind: 'finishJob',
+          jobName: running.status.claim!.jobName,
+          jobUID: 'j',
+          operationId: running.status.claim!.operationId,
+        },
+      ],
     );
     assert.deepEqual(
       ended.events.map((e) => [e.type, e.reason, e.message]),
@@ -650,7 +657,7 @@ describe('schema lifecycle decision', () => {
     );
     assert.deepEqual(
       ended.post.filter((p) => p.kind === 'finishJob'),
-      [{ kind: 'finishJob', jobName: claim.jobName, jobUID: 'j' }],
+      [{ kind: 'finishJob', jobName: claim.jobName, jobUID: 'j', operationId: claim.operationId }],
     );
     assert.deepEqual(
       ended.events.map((e) => [e.type, e.reason, e.message]),
@@ -678,7 +685,14 @@ describe('schema lifecycle decision', () => {
     assert.equal(d.status.claim, undefined);
     assert.deepEqual(
       d.post.filter((a) => a.kind === 'finishJob'),
-      [{ kind: 'finishJob', jobName: seen.claim!.jobName, jobUID: 'job-uid' }],
+      [
+        {
+          kind: 'finishJob',
+          jobName: seen.claim!.jobName,
+          jobUID: 'job-uid',
+          operationId: seen.claim!.operationId,
+        },
+      ],
     );
   });
 
@@ -699,7 +713,14 @@ describe('schema lifecycle decision', () => {
     assert.equal(failed?.message, message);
     assert.deepEqual(
       d.post.filter((a) => a.kind === 'finishJob'),
-      [{ kind: 'finishJob', jobName: claimed.claim!.jobName, jobUID: 'job-uid' }],
+      [
+        {
+          kind: 'finishJob',
+          jobName: claimed.claim!.jobName,
+          jobUID: 'job-uid',
+          operationId: claimed.claim!.operationId,
+        },
+      ],
     );
     assert.deepEqual(
       d.events.map((e) => [e.type, e.reason]),
