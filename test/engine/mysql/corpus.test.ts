@@ -63,7 +63,7 @@ test('every PostgreSQL case is ported to MySQL or listed with the reason it is n
   );
 });
 
-describe('schema change corpus (mysql, on MariaDB)', () => {
+describe('schema change corpus (mysql, on MariaDB)', { concurrency: 4 }, () => {
   let server: MariadbServer;
   before(async () => {
     server = await startMariadb();

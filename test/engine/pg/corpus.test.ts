@@ -8,7 +8,7 @@ import { loadCases, runCase } from './case-runner.ts';
 const cases = loadCases(join(import.meta.dirname, '../../cases/pg'));
 const only = process.env['PTAH_CASE'];
 
-describe('schema change corpus (postgres)', () => {
+describe('schema change corpus (postgres)', { concurrency: 4 }, () => {
   let server: PostgresServer;
   let admin: pg.Client;
   before(async () => {
