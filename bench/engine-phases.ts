@@ -45,16 +45,20 @@ if (url === undefined || desiredPath === undefined) {
   process.exit(2);
 }
 const sql = readFileSync(desiredPath, 'utf8');
-const { engine, inspector, desired, canonical, diff, plans } = await timed('load modules', async () => ({
-  engine: await import('../src/engine/pg/pg-dialect.ts'),
-  inspector: await import('../src/engine/pg/pg-inspector.ts'),
-  desired: await import('../src/engine/pg/pg-desired.ts'),
-  canonical: await import('../src/engine/canonical-json.ts'),
-  diff: await import('../src/engine/diff.ts'),
-  plans: await import('../src/engine/plan-file.ts'),
-}));
+const { engine, inspector, desired, parser, canonical, diff, plans } = await timed(
+  'load modules',
+  async () => ({
+    engine: await import('../src/engine/pg/pg-dialect.ts'),
+    inspector: await import('../src/engine/pg/pg-inspector.ts'),
+    desired: await import('../src/engine/pg/pg-desired.ts'),
+    parser: await import('../src/engine/pg/pg-parser.ts'),
+    canonical: await import('../src/engine/canonical-json.ts'),
+    diff: await import('../src/engine/diff.ts'),
+    plans: await import('../src/engine/plan-file.ts'),
+  }),
+);
 const dialect = engine.postgresDialect;
-await timed('parser WebAssembly', () => desired.ensureParser());
+await timed('parser WebAssembly', () => parser.ensureParser());
 const session = await timed('connect', () => dialect.connect(url));
 for (const s of dialect.beginReadOnly()) await session.query(s);
 const catalog = await timed('catalog queries', () => inspector.readCatalog(session));

@@ -3,7 +3,7 @@
  * (libpg-query) into the schema model. The inspector feeds the catalog's own deparsed DDL through this same
  * loader, so both sides share one normaliser.
  */
-import { loadModule, parseSync } from 'libpg-query';
+import { ensureParser, parseSync } from './pg-parser.ts';
 import { DesiredStateError } from '../desired-state-error.ts';
 import {
   DEFAULT_STATISTICS,
@@ -59,13 +59,6 @@ import {
 } from './pg-normalize.ts';
 
 export { DesiredStateError };
-
-let loaded: Promise<void> | undefined;
-/** libpg-query is WebAssembly: its module loads once per process. */
-export async function ensureParser(): Promise<void> {
-  loaded ??= loadModule();
-  await loaded;
-}
 
 export interface ParsedStatement {
   readonly node: AstNode;

@@ -7,7 +7,8 @@ import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.
 import { DEFAULT_SCHEMA } from '../model.ts';
 import type { RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
-import { DesiredStateBuilder, DesiredStateError, ensureParser, parseStatements } from './pg-desired.ts';
+import { DesiredStateBuilder, DesiredStateError, parseStatements } from './pg-desired.ts';
+import { ensureParser } from './pg-parser.ts';
 import {
   type CatalogItem,
   type CatalogStatement,

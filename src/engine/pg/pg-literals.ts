@@ -7,7 +7,7 @@
  * compared with or is the default of) and printed back, in one query per model, and the expression's key
  * is computed again with those values. The text (what statements say) stays as written.
  */
-import { parseSync } from 'libpg-query';
+import { parseSync } from './pg-parser.ts';
 import type { Column, Constraint, Expr, SchemaModel, Table, TypeRef } from '../model.ts';
 import { DatabaseError, type Session } from '../session.ts';
 import {

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
 import { postgresDialect as dialect } from '../../../src/engine/pg/pg-dialect.ts';
-import { ensureParser } from '../../../src/engine/pg/pg-desired.ts';
+import { ensureParser } from '../../../src/engine/pg/pg-parser.ts';
 import { modelFromCatalog, readCatalog } from '../../../src/engine/pg/pg-inspector.ts';
 
 const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
