@@ -47,7 +47,12 @@ export interface SchemaDialect {
   readonly catalogQueryCount: number;
   /** Which server and release the session talks to (one query). */
   describeServer(session: Session): Promise<DatabaseServer>;
-  inspect(session: Session): Promise<SchemaModel>;
+  /**
+   * Reads the whole database into a model. `defaultSchemaRead` is called as soon as the role's default
+   * schema is known, before the rest of the catalog has answered, so a plan can load its desired state
+   * (which needs that schema) while the server works.
+   */
+  inspect(session: Session, defaultSchemaRead?: (defaultSchema: string) => void): Promise<SchemaModel>;
   readRows(session: Session, live: SchemaModel, requests: readonly RowRequest[]): Promise<RowSet[]>;
   normaliseRows(session: Session, liveTable: Table, rows: RowSet): Promise<RowSet>;
   /** Parses desired SQL; an unqualified name lives in `defaultSchema` (the target role's own default). */

@@ -245,9 +245,21 @@ async function computeChanges(
   scope: ScopeOptions,
 ): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
   const exclude = scope.exclude ?? [];
-  // The live schema first: it says which schema the desired state's unqualified names mean.
-  const liveModel = await dialect.inspect(session);
-  const desiredAll = await loadDesired(dialect, source, liveModel.defaultSchema);
+  // The live schema says which schema the desired state's unqualified names mean; once the inspection has
+  // read it, the desired state loads while the rest of the catalog answers.
+  let loading: Promise<SchemaModel> | undefined;
+  let liveModel: SchemaModel;
+  try {
+    liveModel = await dialect.inspect(session, (defaultSchema) => {
+      loading = loadDesired(dialect, source, defaultSchema);
+      // Awaited below, or settled before the inspection's own error is thrown.
+      loading.catch(() => undefined);
+    });
+  } catch (error) {
+    await loading?.catch(() => undefined);
+    throw error;
+  }
+  const desiredAll = await (loading ?? loadDesired(dialect, source, liveModel.defaultSchema));
   const resolved = dialect.resolveDesired ? await dialect.resolveDesired(session, desiredAll) : desiredAll;
   const desired = excludeObjects(resolved, exclude);
   const managed = managedRowsOf(desired);

@@ -71,8 +71,12 @@ export async function readServerFacts(session: Session): Promise<ServerFacts> {
   };
 }
 
-export async function inspectMysql(session: Session): Promise<SchemaModel> {
+export async function inspectMysql(
+  session: Session,
+  defaultSchemaRead?: (defaultSchema: string) => void,
+): Promise<SchemaModel> {
   const f = await readServerFacts(session);
+  defaultSchemaRead?.(f.database);
   const q = async (sql: string) => (await session.query(sql, [f.database])).rows;
   const tables = await q(
     `SELECT TABLE_NAME AS name, TABLE_TYPE AS type, ENGINE AS engine, TABLE_COLLATION AS coll,

@@ -3,6 +3,7 @@
  * (libpg-query) into the schema model. The inspector feeds the catalog's own deparsed DDL through this same
  * loader, so both sides share one normaliser.
  */
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { ensureParser, parseSync } from './pg-parser.ts';
 import { DesiredStateError } from '../desired-state-error.ts';
 import {
@@ -173,12 +174,15 @@ export function parseStatements(rawSql: string, source: string): ParsedStatement
  * all held at once). When a cut turns out not to be a statement end, the rest comes from the whole text,
  * past the statements already handed out, which the whole text's must end exactly as they did. False when
  * the text does not parse, or does not end those statements there: parseStatements then says why.
+ *
+ * Between pieces it gives the event loop a turn: a plan loads the desired state while the catalog queries
+ * run, and each answer is read (and the next query sent) between two pieces rather than after the file.
  */
-function forEachParsedPiece(
+async function forEachParsedPiece(
   rawSql: string,
   source: string,
   visit: (statements: readonly ParsedStatement[]) => void,
-): boolean {
+): Promise<boolean> {
   const sql = blankMetaCommands(rawSql);
   if (sql.trim() === '') return true;
   const positions = new Positions(sql);
@@ -200,6 +204,7 @@ function forEachParsedPiece(
     const last = statements[statements.length - 1];
     if (last !== undefined) handedEnd = last.text.offset + last.text.end;
     if (i === pieces.length - 1) return true;
+    await setImmediatePromise();
   }
   let all: ParsedStatement[];
   try {
@@ -440,10 +445,10 @@ export class DesiredStateBuilder {
    * problems are the same. False when a file does not parse: this builder is then partly loaded, and the
    * caller loads the files into a fresh one with addFiles, which reports the syntax error as it always has.
    */
-  addFilesAsParsed(files: readonly { path: string; sql: string }[]): boolean {
+  async addFilesAsParsed(files: readonly { path: string; sql: string }[]): Promise<boolean> {
     const later: ParsedStatement[] = [];
     for (const f of files) {
-      const parsed = forEachParsedPiece(f.sql, f.path, (statements) => {
+      const parsed = await forEachParsedPiece(f.sql, f.path, (statements) => {
         for (const s of statements.flatMap(schemaElements)) {
           if (loadStage(s) === 0) this.addCollectingProblems(s);
           else later.push(s);
@@ -2130,7 +2135,7 @@ export async function loadDesiredSql(
 ): Promise<SchemaModel> {
   await ensureParser();
   const asParsed = new DesiredStateBuilder(defaultSchema);
-  if (asParsed.addFilesAsParsed(files)) return asParsed.build();
+  if (await asParsed.addFilesAsParsed(files)) return asParsed.build();
   // A file that does not parse: loaded again whole, its statements left out and its syntax error reported.
   const b = new DesiredStateBuilder(defaultSchema);
   b.addFiles(files);

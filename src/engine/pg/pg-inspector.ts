@@ -155,11 +155,14 @@ type Row = Record<string, unknown>;
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
 
 /** Reads the whole database (all user schemas) into a model. Runs inside the caller's transaction. */
-export async function inspectPostgres(session: Session): Promise<SchemaModel> {
+export async function inspectPostgres(
+  session: Session,
+  defaultSchemaRead?: (defaultSchema: string) => void,
+): Promise<SchemaModel> {
   // The parser's WebAssembly compiles while the catalog answers.
   const parser = ensureParser();
   try {
-    const { defaultSchema, rows } = await readCatalog(session);
+    const { defaultSchema, rows } = await readCatalog(session, defaultSchemaRead);
     await parser;
     // Asked of the server only when a check or default holds a date or time literal.
     return await normaliseTemporalLiterals(session, modelFromCatalog(defaultSchema, rows));
@@ -170,8 +173,12 @@ export async function inspectPostgres(session: Session): Promise<SchemaModel> {
 }
 
 /** The catalog rows of a whole database, and the role's default schema. */
-export async function readCatalog(session: Session): Promise<{ defaultSchema: string; rows: CatalogRows }> {
+export async function readCatalog(
+  session: Session,
+  defaultSchemaRead?: (defaultSchema: string) => void,
+): Promise<{ defaultSchema: string; rows: CatalogRows }> {
   const narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
+  defaultSchemaRead?.(str(narrowed['schema']));
   const rows: Partial<CatalogRows> = {};
   for (const [kind, sql] of Object.entries(CATALOG_QUERIES) as [keyof CatalogRows, string][])
     rows[kind] = (await session.query(sql)).rows;

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
@@ -329,5 +330,49 @@ describe('schema engine acceptance (postgres)', () => {
       seen.model.tables.map((t) => `${t.schema}.${t.name}`),
       ['pgapp.accounts'],
     );
+  });
+
+  test('a plan loads its desired state while the catalog answers, under the schema the inspection read', async () => {
+    const url = await fresh();
+    const db = new URL(url).pathname.slice(1);
+    await sql(url, `CREATE SCHEMA app; ALTER DATABASE ${db} SET search_path = app`);
+    await sql(url, 'CREATE TABLE app.t (id int PRIMARY KEY)');
+    const events: string[] = [];
+    let inspectionFailed = (): void => undefined;
+    const failed = new Promise<void>((resolve) => (inspectionFailed = resolve));
+    const spying = (failInspection: boolean): typeof dialect => ({
+      ...dialect,
+      inspect: async (session, defaultSchemaRead) => {
+        const model = await dialect.inspect(session, (schema) => {
+          events.push(`default schema ${schema}`);
+          defaultSchemaRead?.(schema);
+        });
+        events.push('inspected');
+        if (failInspection) {
+          inspectionFailed();
+          throw new Error('the inspection failed');
+        }
+        return model;
+      },
+      loadDesired: async (desired, schema) => {
+        events.push(`loading under ${schema}`);
+        const model = await dialect.loadDesired(desired, schema);
+        // Outlasts the failed inspection by far: the plan must still wait for it.
+        if (failInspection) await failed.then(() => setTimeout(300));
+        events.push('loaded');
+        return model;
+      },
+    });
+    const planned = await plan(url, spying(false), files('CREATE TABLE t (id int PRIMARY KEY);'));
+    assert.equal(planned.outcome, 'no_changes', 'the unqualified t is app.t, as the role reads it');
+    assert.deepEqual(events.slice(0, 2), ['default schema app', 'loading under app']);
+    assert.ok(events.indexOf('loading under app') < events.indexOf('inspected'), events.join(', '));
+    // The inspection's own error is the plan's, given only once the load it started has settled.
+    events.length = 0;
+    await assert.rejects(
+      plan(url, spying(true), files('CREATE TABLE t (id int PRIMARY KEY);')),
+      /the inspection failed/,
+    );
+    assert.ok(events.includes('loaded'), events.join(', '));
   });
 });
