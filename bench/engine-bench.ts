@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startPostgres } from '../test/env/postgres.ts';
 import { builtProgram } from '../test/env/build-output.ts';
+import { PTAH_NODE_FLAGS } from '../src/build-info.ts';
 import { catalogQueryScript } from '../src/engine/pg/pg-inspector.ts';
 import { generatedSchema } from './generated-schema.ts';
 
@@ -191,7 +192,8 @@ async function main(): Promise<void> {
         tool: 'ptah',
         scenario,
         cmd: process.execPath,
-        args: [ptah, 'schema', sub, '--url', url(db), '--desired', file],
+        // As the runner, the engine image and bin/ptah.mjs run it.
+        args: [...PTAH_NODE_FLAGS, ptah, 'schema', sub, '--url', url(db), '--desired', file],
         ok,
       });
       const cmds: Cmd[] = [

@@ -20,3 +20,13 @@ export const VERSION: string =
 export function ptahProgramUrl(): URL {
   return BUNDLED ? new URL('./ptah.mjs', import.meta.url) : new URL('../bin/ptah.mjs', import.meta.url);
 }
+
+/**
+ * How node runs `ptah` wherever Ptah starts it (the runner in a Job, the engine image, bin/ptah.mjs and the
+ * engine bench). A plan allocates fast and briefly: with V8's default young generation (16 MiB
+ * semi-spaces) the heap of a 2,000-table no-op plan grew to ~80 MiB for ~27 MiB that stay live, and the
+ * process peaked at 161-175 MiB RSS; 4 MiB semi-spaces keep it at 141-152 MiB for the same CPU
+ * (`npm run bench -- engine`, issue 9). A heap's size is fixed as node starts, so these are node's
+ * arguments, not something the program can set itself.
+ */
+export const PTAH_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];

@@ -11,7 +11,7 @@ import { parseTableName } from '../protocol/table-name.ts';
 import { DatabaseUrlError, parseDatabaseUrl, type Dialect } from '../engine/database-url.ts';
 import { isSha256Digest } from '../api/digest.ts';
 import { RUNNER_PROTOCOL_VERSION } from '../protocol/result.ts';
-import { ptahProgramUrl } from '../build-info.ts';
+import { PTAH_NODE_FLAGS, ptahProgramUrl } from '../build-info.ts';
 import { parseVersion } from '../engine/migrations/migration-file.ts';
 
 export type DatabaseOperation = 'observe' | 'plan' | 'apply' | 'migration-history' | 'migration-apply';
@@ -560,6 +560,6 @@ export function ptahCommand(binary: string | undefined): PtahCommand {
       'point it at the ptah executable in the image',
     );
   }
-  if (/\.(mjs|cjs|js)$/.test(file)) return { file: process.execPath, prefixArgs: [file] };
+  if (/\.(mjs|cjs|js)$/.test(file)) return { file: process.execPath, prefixArgs: [...PTAH_NODE_FLAGS, file] };
   return { file, prefixArgs: [] };
 }

@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
+import { PTAH_NODE_FLAGS } from '../../../src/build-info.ts';
+import { ptahCommand } from '../../../src/runner/options.ts';
 import { MANAGER_NODE_FLAGS } from '../../env/manager-process.ts';
 import { OPERATOR_IMAGE } from '../../env/operator-image.ts';
 
@@ -134,5 +136,21 @@ describe('the images', () => {
     // The tests run the manager with the chart's Node flags.
     assert.deepEqual(values.command.slice(1, -1), MANAGER_NODE_FLAGS);
     assert.match(readFileSync(join(ROOT, 'scripts/build.ts'), 'utf8'), /ptah-operator/);
+  });
+
+  it('ptah runs with the same Node flags wherever Ptah starts it: the engine image, bin/ptah.mjs, the runner', () => {
+    assert.ok(PTAH_NODE_FLAGS.length > 0);
+    const stage = finalStage(instructions('deploy/images/engine/Dockerfile'));
+    assert.deepEqual(JSON.parse(one(stage, 'ENTRYPOINT') ?? '[]'), [
+      '/nodejs/bin/node',
+      ...PTAH_NODE_FLAGS,
+      '/app/dist/ptah.mjs',
+    ]);
+    const shebang = readFileSync(join(ROOT, 'bin/ptah.mjs'), 'utf8').split('\n')[0];
+    assert.equal(shebang, `#!/usr/bin/env -S node ${PTAH_NODE_FLAGS.join(' ')}`);
+    const runner = ptahCommand(undefined);
+    assert.equal(runner.file, process.execPath);
+    assert.deepEqual(runner.prefixArgs.slice(0, -1), PTAH_NODE_FLAGS);
+    assert.match(runner.prefixArgs.at(-1) ?? '', /ptah\.mjs$/);
   });
 });
