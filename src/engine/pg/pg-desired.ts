@@ -61,6 +61,27 @@ import {
 
 export { DesiredStateError };
 
+/**
+ * An index key's COLLATE naming its column's own collation is no choice at all: PostgreSQL stores the key's
+ * collation as the column's, and pg_get_indexdef prints COLLATE only where they differ. Left in, the
+ * desired key would never equal the live one, and the index would be dropped and created on every plan.
+ */
+function withoutColumnsOwnCollation(index: Index, columns: readonly Column[]): Index {
+  const own = (k: IndexKey) =>
+    k.collation !== undefined &&
+    k.column !== undefined &&
+    columns.find((c) => c.name === k.column)?.collation === k.collation;
+  if (!index.keys.some(own)) return index;
+  return {
+    ...index,
+    keys: index.keys.map((k) => {
+      if (!own(k)) return k;
+      const { collation: _own, ...rest } = k;
+      return rest;
+    }),
+  };
+}
+
 export interface ParsedStatement {
   readonly node: AstNode;
   readonly type: string;
@@ -1484,7 +1505,7 @@ export class DesiredStateBuilder {
         // A partition's columns are its parent's (pg_dump repeats them): compared on the parent only.
         columns: t.partitionOf !== undefined ? [] : t.columns.map((c) => Object.freeze({ ...c })),
         constraints,
-        indexes: t.indexes,
+        indexes: t.indexes.map((i) => withoutColumnsOwnCollation(i, t.columns)),
         ...(t.storage.length > 0 || t.unlogged
           ? {
               options: {
