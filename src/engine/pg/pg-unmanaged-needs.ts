@@ -1,7 +1,8 @@
 /**
  * A managed object may need an object Ptah does not manage: an index its access method and operator
- * classes, a column its type (a range or base type, or one an extension brings), a text search
- * configuration its parser and dictionaries. Where the target database lacks it and the plan does not
+ * classes, a column its type (a range or base type, or one an extension brings), a column or an index key
+ * the collation it names when the desired state does not declare it, a text search configuration its parser
+ * and dictionaries. Where the target database lacks it and the plan does not
  * create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the object,
  * what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a change
  * has such a need.
@@ -11,7 +12,8 @@ import type { Column, SchemaModel } from '../model.ts';
 import { objectKey } from '../model.ts';
 import type { Session } from '../session.ts';
 
-type NeedKind = 'access method' | 'operator class' | 'type' | 'text search dictionary' | 'text search parser';
+type NeedKind =
+  'access method' | 'operator class' | 'type' | 'collation' | 'text search dictionary' | 'text search parser';
 
 interface Need {
   readonly kind: NeedKind;
@@ -37,20 +39,47 @@ function tableLabel(t: TableRef): string {
   return `${t.schema}.${t.name}`;
 }
 
-function columnTypeNeeds(table: TableRef, columns: readonly Column[], category: Need['category']): Need[] {
-  return columns.flatMap((c) =>
-    c.type.schema === undefined || c.type.schema === 'pg_catalog'
-      ? []
-      : [
-          {
-            kind: 'type' as const,
-            schemas: [c.type.schema],
-            name: c.type.name,
-            by: `column ${tableLabel(table)}.${c.name}`,
-            ...(category !== undefined ? { category } : {}),
-          },
-        ],
-  );
+/**
+ * The collation a column or an index key names (`"C"`, `"s"."c"`, as the model holds it): in its schema when
+ * qualified, else pg_catalog then the default schema, as PostgreSQL looks.
+ */
+function collationNeed(
+  collation: string | undefined,
+  ds: string,
+  by: string,
+  category: Need['category'],
+): Need[] {
+  if (collation === undefined) return [];
+  const parts = sqlNameParts(collation);
+  const name = parts[parts.length - 1] ?? '';
+  const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
+  if (schemas[0] === 'pg_catalog' && parts.length >= 2) return [];
+  return [{ kind: 'collation', schemas, name, by, ...(category !== undefined ? { category } : {}) }];
+}
+
+function columnNeeds(
+  table: TableRef,
+  columns: readonly Column[],
+  category: Need['category'],
+  ds: string,
+): Need[] {
+  return columns.flatMap((c) => {
+    const by = `column ${tableLabel(table)}.${c.name}`;
+    return [
+      ...(c.type.schema === undefined || c.type.schema === 'pg_catalog'
+        ? []
+        : [
+            {
+              kind: 'type' as const,
+              schemas: [c.type.schema],
+              name: c.type.name,
+              by,
+              ...(category !== undefined ? { category } : {}),
+            },
+          ]),
+      ...collationNeed(c.collation, ds, by, category),
+    ];
+  });
 }
 
 function indexNeeds(c: ChangeOf<'CreateIndex'>, ds: string): Need[] {
@@ -65,6 +94,7 @@ function indexNeeds(c: ChangeOf<'CreateIndex'>, ds: string): Need[] {
       category: 'indexes_added',
     });
   for (const k of c.index.keys) {
+    out.push(...collationNeed(k.collation, ds, by, 'indexes_added'));
     if (k.opclass === undefined) continue;
     const parts = sqlNameParts(k.opclass);
     const name = parts[parts.length - 1] ?? '';
@@ -102,9 +132,9 @@ const none = (): Need[] => [];
  */
 const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[] } = {
   CreateIndex: indexNeeds,
-  CreateTable: (c) => columnTypeNeeds(c.table, c.table.columns, 'tables_added'),
-  AddColumn: (c) => columnTypeNeeds(c.table, [c.column], 'columns_added'),
-  AlterColumnType: (c) => columnTypeNeeds(c.table, [c.column], 'columns_modified'),
+  CreateTable: (c, ds) => columnNeeds(c.table, c.table.columns, 'tables_added', ds),
+  AddColumn: (c, ds) => columnNeeds(c.table, [c.column], 'columns_added', ds),
+  AlterColumnType: (c, ds) => columnNeeds(c.table, [c.column], 'columns_modified', ds),
   CreateObject: objectNeeds,
   ReplaceObject: objectNeeds,
   CreateSchema: none,
@@ -162,6 +192,9 @@ async function present(session: Session, names: readonly string[]): Promise<Set<
        UNION ALL
        SELECT 'type', n.nspname, t.typname, ''
          FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.typname = ANY($1)
+       UNION ALL
+       SELECT 'collation', n.nspname, c.collname, ''
+         FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace WHERE c.collname = ANY($1)
        UNION ALL
        SELECT 'text search dictionary', n.nspname, d.dictname, ''
          FROM pg_ts_dict d JOIN pg_namespace n ON n.oid = d.dictnamespace WHERE d.dictname = ANY($1)
