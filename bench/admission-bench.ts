@@ -9,7 +9,11 @@
 // row is also sent, just before, to a server that admits every review without deciding anything: the HTTPS
 // server's own latency on this machine, the floor under the webhooks, printed beside it with the ratio.
 //
-//   npm run bench -- admission        (PTAH_BENCH_REQUESTS per webhook, default 2000)
+// The reviews come from vegeta (bench/admission-vegeta.ts, Go like the API server's client, built by the
+// bench from its Go module) for PTAH_BENCH_SECONDS (default 5) per row; without Go, or with
+// PTAH_BENCH_CLIENT=node, from the Node client thread (PTAH_BENCH_REQUESTS per row, default 2000).
+//
+//   npm run bench -- admission
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -19,6 +23,7 @@ import { allowed } from '../src/admission/review.ts';
 import { startAdmissionServer } from '../src/admission/server.ts';
 import { controllerWebhooks, WEBHOOK_PATHS } from '../src/admission/webhooks.ts';
 import type { ClientJob, ClientResult } from './admission-client.ts';
+import { attack, vegeta } from './admission-vegeta.ts';
 import { crdClientModels } from '../src/api/crd-client-model.ts';
 import { sha256Digest } from '../src/api/digest.ts';
 import type { ConfigMapObject } from '../src/api/core.ts';
@@ -47,6 +52,9 @@ const CONCURRENCY = 50;
 const WARM_UP = 500;
 const TARGET_P99_MS = 25;
 const READS = process.env['PTAH_BENCH_READS'] === 'live' ? 'live' : 'cached';
+/** vegeta (Go, as the API server's client is) unless it cannot be built or PTAH_BENCH_CLIENT=node. */
+const VEGETA = process.env['PTAH_BENCH_CLIENT'] === 'node' ? { missing: 'PTAH_BENCH_CLIENT=node' } : vegeta();
+const SECONDS = Number(process.env['PTAH_BENCH_SECONDS'] ?? 5);
 const d = (s: string) => sha256Digest(s);
 
 const builtBy: ManagerIdentity = {
@@ -338,7 +346,7 @@ try {
     });
 
   console.log(
-    `admission latency: ${REQUESTS} reviews per webhook, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms, reads ${READS === 'cached' ? "from the manager's watches" : 'from the API server'}; the floor admits every review undecided`,
+    `admission latency: ${'bin' in VEGETA ? `${SECONDS} s of reviews per webhook from vegeta` : `${REQUESTS} reviews per webhook from a Node client (${VEGETA.missing})`}, ${CONCURRENCY} concurrent, target p99 <= ${TARGET_P99_MS} ms, reads ${READS === 'cached' ? "from the manager's watches" : 'from the API server'}; the floor admits every review undecided`,
   );
   console.log(
     `${'webhook'.padEnd(30)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'max ms'.padStart(8)} ${'req/s'.padStart(8)} ${'floor p99'.padStart(10)} ${'p99/floor'.padStart(10)} ${'p99/target'.padStart(11)}`,
@@ -349,6 +357,15 @@ try {
     path: string,
     review: { head: string; tail: string },
   ) => {
+    if ('bin' in VEGETA) {
+      return attack(VEGETA.bin, {
+        url: `https://127.0.0.1:${port}${path}`,
+        ca: readFileSync(ca.certFile, 'utf8'),
+        body: `${review.head}1${review.tail}`,
+        concurrency: CONCURRENCY,
+        seconds: SECONDS,
+      });
+    }
     const result = await client(port, path, review);
     if (!result.ok) throw new Error(`${name}: ${result.message}`);
     const samples = [...result.samples].sort((a, b) => a - b);
