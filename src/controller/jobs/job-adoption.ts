@@ -24,7 +24,7 @@ import type { JobObservation } from './harvest.ts';
 export type ResultGate =
   { readonly read: true; readonly uid: string } | { readonly read: false; readonly unconfirmedJob?: string };
 
-type GatedClaim = {
+export type GatedClaim = {
   readonly type: string;
   readonly dispatchStarted?: boolean | undefined;
   readonly executionEpoch?: string | undefined;

@@ -37,9 +37,9 @@ import { planRead } from '../decision/plan-read.ts';
 import { markDecision } from '../decision/mark-decision.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
-import { isClaimedJob } from '../jobs/claim-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
-import { blockedJob, harvestJob, observeJob, runnerOperation } from '../jobs/harvest.ts';
+import { readClaimedJob } from '../jobs/claimed-job-read.ts';
+import { harvestJob, runnerOperation } from '../jobs/harvest.ts';
 import { sourceBinding } from '../snapshot/source-binding.ts';
 import { artifactDecideInputs } from '../snapshot/oci-inputs.ts';
 import type { ManagerIdentity } from '../jobs/operation-job.ts';
@@ -47,7 +47,7 @@ import { REALM_ADMITTED } from '../realm/realm-grant.ts';
 import type { RealmCensus } from '../realm/realm-census.ts';
 import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import type { ApprovalGate } from '../runtime/approval-webhook-gate.ts';
-import { isConflict, readJob, type PtahObjects } from '../runtime/kube.ts';
+import { isConflict, type PtahObjects } from '../runtime/kube.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import { collectSnapshots, resolveConfigMapSource } from '../snapshot/resolve-source.ts';
 import {
@@ -155,28 +155,24 @@ export class MigrationReconciler {
     };
     const claim = view.status.claim;
     if (claim !== undefined) {
-      const job = await readJob(this.deps.batch, view.namespace, claim.jobName);
-      const observed = observeJob(job);
-      input = { ...input, job: observed };
-      if (claim.type === 'Apply' && claim.leaseEpoch !== undefined) {
-        const held = await this.deps.leases.current(coordination);
-        if (held?.holder !== realmHolderIdentity(view.uid) || held.epoch !== claim.leaseEpoch)
-          input = { ...input, leaseContinuityLost: true };
-      }
-      // A retired epoch's Apply, a replaced Job or one this release cannot adopt is never read (resultGate).
-      const result = await this.adoption.resultGate(
+      // Only an Apply holds the realm. A retired epoch's Apply, a replaced Job or one this release cannot
+      // adopt is never read.
+      const read = await readClaimedJob(
+        { ...this.deps, adoption: this.adoption },
         { kind: 'PtahMigration', namespace: view.namespace, name: view.name, uid: view.uid },
         claim,
-        job,
-        observed,
-        {
-          leaseContinuityLost: input.leaseContinuityLost,
-          recorded: view.status.executionBinding,
-          current: input.executionBinding,
-        },
+        { coordination, epoch: claim.type === 'Apply' ? claim.leaseEpoch : undefined },
+        { recorded: view.status.executionBinding, current: input.executionBinding },
       );
-      if (!result.read && result.unconfirmedJob !== undefined)
-        input = { ...input, unconfirmedJob: result.unconfirmedJob };
+      const { result } = read;
+      input = {
+        ...input,
+        job: read.observed,
+        ...(read.leaseContinuityLost ? { leaseContinuityLost: true } : {}),
+        ...(!result.read && result.unconfirmedJob !== undefined
+          ? { unconfirmedJob: result.unconfirmedJob }
+          : {}),
+      };
       if (result.read) {
         const harvest = await harvestJob(
           this.deps.core,
@@ -191,14 +187,7 @@ export class MigrationReconciler {
           ...this.publication(obj, view, coordination, input.executionBinding, harvest),
         };
       }
-      if (
-        observed.state === 'running' &&
-        input.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed)
-      ) {
-        const blocked = await blockedJob(this.deps.core, view.namespace, claim, observed.uid);
-        if (blocked !== undefined) input = { ...input, harvest: blocked };
-      }
+      if (read.blocked !== undefined) input = { ...input, harvest: read.blocked };
     }
     const plan = view.status.plan;
     // A migration plan's object is the whole plan (it has no chunks): whenever a plan is read, all of it is.

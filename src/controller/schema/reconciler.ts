@@ -33,8 +33,8 @@ import { markDecision } from '../decision/mark-decision.ts';
 import { planRead, type PlanRead } from '../decision/plan-read.ts';
 import { managerEventRecorder, type EventRecorder } from '../events/event-recorder.ts';
 import { finishJob } from '../jobs/finish-job.ts';
-import { isClaimedJob } from '../jobs/claim-job.ts';
 import { JobAdoption } from '../jobs/job-adoption.ts';
+import { readClaimedJob } from '../jobs/claimed-job-read.ts';
 import {
   collectSnapshots,
   resolveConfigMapSource,
@@ -56,8 +56,8 @@ import { realmHolderIdentity, type RealmLeases } from '../realm/realm-lease.ts';
 import { targetConflict, type TargetClaimant, type TargetConflict } from '../realm/target-conflict.ts';
 import type { ObjectKey, ReconcileResult } from '../runtime/reconcile.ts';
 import { applyAuthorisation, decide, type Decision, type EventSpec, type PostAction } from './decide.ts';
-import { blockedJob, harvestJob, observeJob } from '../jobs/harvest.ts';
-import { isConflict, orUndefined, PtahObjects, readJob } from '../runtime/kube.ts';
+import { harvestJob } from '../jobs/harvest.ts';
+import { isConflict, orUndefined, PtahObjects } from '../runtime/kube.ts';
 import type { Harvest, PlanCheck, PlanStatus, SchemaView } from './model.ts';
 import { approvalView, schemaView } from './view.ts';
 import { schemaJob } from './schema-job.ts';
@@ -150,34 +150,25 @@ export class SchemaReconciler {
       ...(approvalsRefused !== undefined ? { approvalsRefused } : {}),
     };
     const claim = view.status.claim;
-    let job: V1Job | undefined;
     let extra: Partial<DecideInput> = {};
     if (claim !== undefined) {
-      job = await readJob(this.deps.batch, view.namespace, claim.jobName);
-      const observed = observeJob(job);
-      extra = { job: observed };
-      // A claim that recorded a hold (a proof inherits its Apply's) must still own that very hold.
-      if (claim.leaseEpoch !== undefined) {
-        const held = await this.deps.leases.current(coordination);
-        const ours = realmHolderIdentity(view.uid);
-        if (held?.holder !== ours || held.epoch !== claim.leaseEpoch)
-          extra = { ...extra, leaseContinuityLost: true };
-      }
-      // A retired epoch's Apply, a replaced Job or one this release cannot adopt is never read (resultGate);
-      // decide says what follows.
-      const result = await this.adoption.resultGate(
+      // A claim that recorded a hold (a proof inherits its Apply's) must still own that very hold. A retired
+      // epoch's Apply, a replaced Job or one this release cannot adopt is never read; decide says what follows.
+      const read = await readClaimedJob(
+        { ...this.deps, adoption: this.adoption },
         { kind: 'PtahSchema', namespace: view.namespace, name: view.name, uid: view.uid },
         claim,
-        job,
-        observed,
-        {
-          leaseContinuityLost: extra.leaseContinuityLost,
-          recorded: view.status.executionBinding,
-          current: input.executionBinding,
-        },
+        { coordination, epoch: claim.leaseEpoch },
+        { recorded: view.status.executionBinding, current: input.executionBinding },
       );
-      if (!result.read && result.unconfirmedJob !== undefined)
-        extra = { ...extra, unconfirmedJob: result.unconfirmedJob };
+      const { result } = read;
+      extra = {
+        job: read.observed,
+        ...(read.leaseContinuityLost ? { leaseContinuityLost: true } : {}),
+        ...(!result.read && result.unconfirmedJob !== undefined
+          ? { unconfirmedJob: result.unconfirmedJob }
+          : {}),
+      };
       if (result.read) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, result.uid);
         extra = {
@@ -190,15 +181,7 @@ export class SchemaReconciler {
           if (applied !== undefined) extra = { ...extra, appliedPlanTargetIdentity: applied };
         }
       }
-      // A Pod the node cannot configure (its Secret or key is missing) fails now, not at the Job's deadline.
-      if (
-        observed.state === 'running' &&
-        extra.leaseContinuityLost !== true &&
-        isClaimedJob(claim, observed)
-      ) {
-        const blocked = await blockedJob(this.deps.core, view.namespace, claim, observed.uid);
-        if (blocked !== undefined) extra = { ...extra, harvest: blocked };
-      }
+      if (read.blocked !== undefined) extra = { ...extra, harvest: read.blocked };
     }
     // The database this resource reads, as the runner reported it (a finished Observe reports it first).
     const reportedIdentity =
