@@ -5,31 +5,31 @@
 // admits everything undecided measured 26–63 ms p99 through it and 16 ms through vegeta on 2 cores.
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const VEGETA_VERSION = 'v12.13.0';
-const CACHE =
-  process.env['PTAH_CACHE'] ??
-  (process.getuid?.() === 0
-    ? '/var/cache/ptah-operator'
-    : join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'ptah-operator'));
+/** Beside the engine bench's migra virtualenv: a tool of the benches only, not of the tests. */
+const VEGETA_DIR = join(
+  process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'),
+  'ptah-bench',
+  `vegeta-${VEGETA_VERSION}`,
+);
 
 /** vegeta's path, built once into the tools cache; why not, when Go is not there or the build fails. */
 export function vegeta(): { bin: string } | { missing: string } {
-  const dir = join(CACHE, 'bin', `vegeta-${VEGETA_VERSION}`);
-  const bin = join(dir, 'vegeta');
+  const bin = join(VEGETA_DIR, 'vegeta');
   if (existsSync(bin)) return { bin };
   try {
-    mkdirSync(`${dir}.tmp`, { recursive: true });
+    mkdirSync(`${VEGETA_DIR}.tmp`, { recursive: true });
     execFileSync('go', ['install', `github.com/tsenart/vegeta/v12@${VEGETA_VERSION}`], {
-      env: { ...process.env, GOBIN: `${dir}.tmp`, CGO_ENABLED: '0' },
+      env: { ...process.env, GOBIN: `${VEGETA_DIR}.tmp`, CGO_ENABLED: '0' },
       stdio: 'pipe',
       timeout: 600_000,
     });
-    rmSync(dir, { recursive: true, force: true });
-    execFileSync('mv', [`${dir}.tmp`, dir]);
+    rmSync(VEGETA_DIR, { recursive: true, force: true });
+    renameSync(`${VEGETA_DIR}.tmp`, VEGETA_DIR);
     return { bin };
   } catch (error) {
     return {
