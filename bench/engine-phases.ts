@@ -61,7 +61,9 @@ const dialect = engine.postgresDialect;
 await timed('parser WebAssembly', () => parser.ensureParser());
 const session = await timed('connect', () => dialect.connect(url));
 for (const s of dialect.beginReadOnly()) await session.query(s);
-const catalog = await timed('catalog queries', () => inspector.readCatalog(session));
+const catalog = await timed('catalog queries', () =>
+  inspector.readCatalog(session, { openReader: () => dialect.connect(url) }),
+);
 const live = await timed('catalog rows to model', () =>
   inspector.modelFromCatalog(catalog.defaultSchema, catalog.rows),
 );

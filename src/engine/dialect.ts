@@ -33,6 +33,20 @@ export interface TableWork {
   readonly how: string;
 }
 
+export interface InspectOptions {
+  /**
+   * Called as soon as the role's default schema is known, before the rest of the catalog has answered, so
+   * a plan can load its desired state (which needs that schema) while the server works.
+   */
+  readonly defaultSchemaRead?: (defaultSchema: string) => void;
+  /**
+   * Opens another connection to the session's database as the same role. Given only where the session's
+   * transaction has written nothing (never for a dev database being loaded): a dialect that can share the
+   * session's snapshot with another connection then reads part of the catalog there, at the same time.
+   */
+  readonly openReader?: () => Promise<Session>;
+}
+
 export interface SchemaDialect {
   readonly name: 'postgres' | 'mysql';
   readonly supportsTransactionalDdl: boolean;
@@ -47,12 +61,8 @@ export interface SchemaDialect {
   readonly catalogQueryCount: number;
   /** Which server and release the session talks to (one query). */
   describeServer(session: Session): Promise<DatabaseServer>;
-  /**
-   * Reads the whole database into a model. `defaultSchemaRead` is called as soon as the role's default
-   * schema is known, before the rest of the catalog has answered, so a plan can load its desired state
-   * (which needs that schema) while the server works.
-   */
-  inspect(session: Session, defaultSchemaRead?: (defaultSchema: string) => void): Promise<SchemaModel>;
+  /** Reads the whole database into a model. */
+  inspect(session: Session, options?: InspectOptions): Promise<SchemaModel>;
   readRows(session: Session, live: SchemaModel, requests: readonly RowRequest[]): Promise<RowSet[]>;
   normaliseRows(session: Session, liveTable: Table, rows: RowSet): Promise<RowSet>;
   /** Parses desired SQL; an unqualified name lives in `defaultSchema` (the target role's own default). */

@@ -95,13 +95,35 @@ async function run(session: Session, statements: readonly string[]): Promise<voi
   for (const s of statements) await session.query(s);
 }
 
+/** The database a command works on, and the readers its inspections open beside it (their round trips count). */
+interface TargetSession extends Session {
+  readonly openReader: () => Promise<Session>;
+}
+
+async function connectTarget(dialect: SchemaDialect, url: string): Promise<TargetSession> {
+  const session = await dialect.connect(url);
+  const readers: Session[] = [];
+  return {
+    query: (sql, params) => session.query(sql, params),
+    get roundTrips() {
+      return readers.reduce((n, r) => n + r.roundTrips, session.roundTrips);
+    },
+    close: () => session.close(),
+    openReader: async () => {
+      const reader = await dialect.connect(url);
+      readers.push(reader);
+      return reader;
+    },
+  };
+}
+
 /** The live state a plan is computed against: whole database plus the managed rows, fingerprinted. */
 async function observe(
   dialect: SchemaDialect,
-  session: Session,
+  session: TargetSession,
   managed: readonly ManagedRows[],
 ): Promise<LiveState> {
-  const model = await dialect.inspect(session);
+  const model = await dialect.inspect(session, { openReader: session.openReader });
   return withRows(dialect, session, model, managed);
 }
 
@@ -112,7 +134,20 @@ async function withRows(
   managed: readonly ManagedRows[],
 ): Promise<LiveState> {
   const rows = await dialect.readRows(session, model, managed);
-  return { model, rows, fingerprint: canonicalDigest({ dialect: dialect.name, model, rows }) };
+  // Hashed once, when asked: a drift report never states it.
+  let fingerprint: string | undefined;
+  return {
+    model,
+    rows,
+    get fingerprint() {
+      return (fingerprint ??= canonicalDigest({ dialect: dialect.name, model, rows }));
+    },
+  };
+}
+
+/** The desired state's fingerprint, as a plan states it (its rows have their own). */
+function desiredFingerprint(dialect: SchemaDialect, desired: SchemaModel): string {
+  return canonicalDigest({ dialect: dialect.name, model: { ...desired, rows: [] } });
 }
 
 /**
@@ -189,7 +224,7 @@ export async function inspect(
   dialect: SchemaDialect,
   scope: ScopeOptions = {},
 ): Promise<InspectResult> {
-  const session = await dialect.connect(url);
+  const session = await connectTarget(dialect, url);
   try {
     await run(session, dialect.beginReadOnly());
     const live = await observe(dialect, session, []);
@@ -240,26 +275,44 @@ function unmanagedOf(live: SchemaModel, desired: SchemaModel): Unmanaged[] {
 /** Computes desired-vs-live changes inside an open read-only snapshot. */
 async function computeChanges(
   dialect: SchemaDialect,
-  session: Session,
+  session: TargetSession,
   source: DesiredSource,
   scope: ScopeOptions,
-): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
+  fingerprinted: boolean,
+): Promise<{
+  live: LiveState;
+  desired: SchemaModel;
+  changes: ClassifiedChange[];
+  desiredFingerprint?: string;
+}> {
   const exclude = scope.exclude ?? [];
+  // A plan states the desired state's fingerprint: hashed as soon as it is loaded, most often while the
+  // catalog is still answering, and kept unless resolving it against the database changed it.
+  let early: { loaded: SchemaModel; fingerprint: string } | undefined;
+  const load = async (defaultSchema: string) => {
+    const loaded = await loadDesired(dialect, source, defaultSchema);
+    if (fingerprinted)
+      early = { loaded, fingerprint: desiredFingerprint(dialect, excludeObjects(loaded, exclude)) };
+    return loaded;
+  };
   // The live schema says which schema the desired state's unqualified names mean; once the inspection has
   // read it, the desired state loads while the rest of the catalog answers.
   let loading: Promise<SchemaModel> | undefined;
   let liveModel: SchemaModel;
   try {
-    liveModel = await dialect.inspect(session, (defaultSchema) => {
-      loading = loadDesired(dialect, source, defaultSchema);
-      // Awaited below, or settled before the inspection's own error is thrown.
-      loading.catch(() => undefined);
+    liveModel = await dialect.inspect(session, {
+      defaultSchemaRead: (defaultSchema) => {
+        loading = load(defaultSchema);
+        // Awaited below, or settled before the inspection's own error is thrown.
+        loading.catch(() => undefined);
+      },
+      openReader: session.openReader,
     });
   } catch (error) {
     await loading?.catch(() => undefined);
     throw error;
   }
-  const desiredAll = await (loading ?? loadDesired(dialect, source, liveModel.defaultSchema));
+  const desiredAll = await (loading ?? load(liveModel.defaultSchema));
   const resolved = dialect.resolveDesired ? await dialect.resolveDesired(session, desiredAll) : desiredAll;
   const desired = excludeObjects(resolved, exclude);
   const managed = managedRowsOf(desired);
@@ -279,7 +332,14 @@ async function computeChanges(
     dialect.tableWork === undefined
       ? classified
       : withTableWork(classified, (c) => dialect.tableWork?.(c, classified));
-  return { live, desired: desiredNorm, changes };
+  if (!fingerprinted) return { live, desired: desiredNorm, changes };
+  return {
+    live,
+    desired: desiredNorm,
+    changes,
+    desiredFingerprint:
+      early?.loaded === resolved ? early.fingerprint : desiredFingerprint(dialect, desiredNorm),
+  };
 }
 
 export async function plan(
@@ -290,10 +350,10 @@ export async function plan(
 ): Promise<PlanResult> {
   // A protected name that does not parse is refused before anything connects.
   const isProtected = protectedMatcher(scope.protectedTables ?? [], dialect.protectedNamesIgnoreCase);
-  const session = await dialect.connect(url);
+  const session = await connectTarget(dialect, url);
   try {
     await run(session, dialect.beginReadOnly());
-    const computed = await computeChanges(dialect, session, source, scope);
+    const computed = await computeChanges(dialect, session, source, scope, true);
     const { live, desired } = computed;
     // Counted in the plan's own snapshot, so the header states what these very drops take with them.
     const { header, changes } = headerOf(
@@ -346,7 +406,7 @@ export async function plan(
       format_version: PLAN_FORMAT_VERSION,
       dialect: dialect.name,
       from_fingerprint: live.fingerprint,
-      to_fingerprint: canonicalDigest({ dialect: dialect.name, model: { ...desired, rows: [] } }),
+      to_fingerprint: computed.desiredFingerprint ?? desiredFingerprint(dialect, desired),
       destructive: changes.some((c) => c.classification.destructive),
       header,
       statements,
@@ -451,7 +511,7 @@ export async function applyPlan(
   };
   if (options.dryRun) return { ...base, outcome: 'validated', roundTrips: 0 };
   if (url === undefined) throw new DesiredSourceError('no database URL: pass --url or set PTAH_DB_URL');
-  const session = await dialect.connect(url);
+  const session = await connectTarget(dialect, url);
   let committing = false;
   try {
     await run(session, dialect.beginApply(options.lockTimeoutMs ?? 10_000));
@@ -542,10 +602,16 @@ export async function drift(
   source: DesiredSource,
   scope: ScopeOptions = {},
 ): Promise<DriftResult> {
-  const session = await dialect.connect(url);
+  const session = await connectTarget(dialect, url);
   try {
     await run(session, dialect.beginReadOnly());
-    const { changes } = await computeChanges(dialect, session, source, { exclude: scope.exclude ?? [] });
+    const { changes } = await computeChanges(
+      dialect,
+      session,
+      source,
+      { exclude: scope.exclude ?? [] },
+      false,
+    );
     const server = await dialect.describeServer(session);
     await session.query('COMMIT');
     const counts = new Map<DriftCategory, { count: number; severity: Severity }>();

@@ -2,7 +2,7 @@
  * Reads the connected database from information_schema in a fixed number of queries (independent of the
  * number of tables), into the raw shapes of mysql-normalize.ts, which makes the model.
  */
-import type { DatabaseServer, RowRequest } from '../dialect.ts';
+import type { DatabaseServer, InspectOptions, RowRequest } from '../dialect.ts';
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import type { DropTarget } from '../plan-header.ts';
 import type { Session } from '../session.ts';
@@ -71,12 +71,9 @@ export async function readServerFacts(session: Session): Promise<ServerFacts> {
   };
 }
 
-export async function inspectMysql(
-  session: Session,
-  defaultSchemaRead?: (defaultSchema: string) => void,
-): Promise<SchemaModel> {
+export async function inspectMysql(session: Session, options: InspectOptions = {}): Promise<SchemaModel> {
   const f = await readServerFacts(session);
-  defaultSchemaRead?.(f.database);
+  options.defaultSchemaRead?.(f.database);
   const q = async (sql: string) => (await session.query(sql, [f.database])).rows;
   const tables = await q(
     `SELECT TABLE_NAME AS name, TABLE_TYPE AS type, ENGINE AS engine, TABLE_COLLATION AS coll,

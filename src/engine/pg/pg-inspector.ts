@@ -5,7 +5,7 @@
  */
 import type { RowSet, RowValues, SchemaModel, Table, Unmanaged } from '../model.ts';
 import { DEFAULT_SCHEMA } from '../model.ts';
-import type { RowRequest, Session } from '../dialect.ts';
+import type { InspectOptions, RowRequest, Session } from '../dialect.ts';
 import type { DropTarget } from '../plan-header.ts';
 import { DesiredStateBuilder, DesiredStateError, parseStatements } from './pg-desired.ts';
 import { ensureParser } from './pg-parser.ts';
@@ -155,14 +155,11 @@ type Row = Record<string, unknown>;
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
 
 /** Reads the whole database (all user schemas) into a model. Runs inside the caller's transaction. */
-export async function inspectPostgres(
-  session: Session,
-  defaultSchemaRead?: (defaultSchema: string) => void,
-): Promise<SchemaModel> {
+export async function inspectPostgres(session: Session, options: InspectOptions = {}): Promise<SchemaModel> {
   // The parser's WebAssembly compiles while the catalog answers.
   const parser = ensureParser();
   try {
-    const { defaultSchema, rows } = await readCatalog(session, defaultSchemaRead);
+    const { defaultSchema, rows } = await readCatalog(session, options);
     await parser;
     // Asked of the server only when a check or default holds a date or time literal.
     return await normaliseTemporalLiterals(session, modelFromCatalog(defaultSchema, rows));
@@ -172,21 +169,105 @@ export async function inspectPostgres(
   }
 }
 
-/** The catalog rows of a whole database, and the role's default schema. */
+/**
+ * Connections beside the session that read the catalog in its snapshot, as `pg_dump --jobs` does: the
+ * three large queries (columns, constraints, indexes) then run at once, on as many server processes.
+ */
+export const CATALOG_READERS = 2;
+
+/** NULL where a snapshot cannot be exported (a standby): the session then reads the whole catalog alone. */
+const Q_EXPORT_SNAPSHOT = `SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_export_snapshot() END AS snapshot`;
+
+/**
+ * The catalog rows of a whole database, and the role's default schema. With `openReader`, up to
+ * CATALOG_READERS more connections take queries from the same list in the session's exported snapshot,
+ * under the same narrowed search_path; one that cannot connect or import the snapshot (a connection limit,
+ * a pooler) is closed and the others read without it, so the rows are the same either way.
+ */
 export async function readCatalog(
   session: Session,
-  defaultSchemaRead?: (defaultSchema: string) => void,
+  options: InspectOptions = {},
 ): Promise<{ defaultSchema: string; rows: CatalogRows }> {
-  const narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
-  defaultSchemaRead?.(str(narrowed['schema']));
+  const { openReader } = options;
+  // Connecting takes a few round trips: it runs while the session narrows its path.
+  const opening =
+    openReader === undefined
+      ? []
+      : Array.from({ length: CATALOG_READERS }, () => openReader().catch(() => undefined));
+  let snapshot: unknown;
+  let narrowed: Row;
+  try {
+    narrowed = (await session.query(Q_NARROW_SEARCH_PATH)).rows[0] ?? {};
+    if (opening.length > 0) snapshot = (await session.query(Q_EXPORT_SNAPSHOT)).rows[0]?.['snapshot'];
+  } catch (error) {
+    for (const reader of opening) void reader.then((r) => r?.close());
+    throw error;
+  }
+  const defaultSchema = str(narrowed['schema']);
+  options.defaultSchemaRead?.(defaultSchema);
+
+  const queue = (Object.keys(CATALOG_QUERIES) as (keyof CatalogRows)[]).sort(
+    (a, b) => CATALOG_QUERY_WEIGHT[b] - CATALOG_QUERY_WEIGHT[a],
+  );
   const rows: Partial<CatalogRows> = {};
-  for (const [kind, sql] of Object.entries(CATALOG_QUERIES) as [keyof CatalogRows, string][])
-    rows[kind] = (await session.query(sql)).rows;
+  const drain = async (on: Session) => {
+    try {
+      for (let kind = queue.shift(); kind !== undefined; kind = queue.shift())
+        rows[kind] = (await on.query(CATALOG_QUERIES[kind])).rows;
+    } catch (error) {
+      // No connection takes another query once one has failed.
+      queue.length = 0;
+      throw error;
+    }
+  };
+  // A reader that connects once every query is taken is closed unused; none is waited for to connect.
+  const readers: Promise<void>[] = [];
+  for (const reader of opening)
+    void reader.then(async (r) => {
+      if (r === undefined) return;
+      const ready =
+        typeof snapshot === 'string' && queue.length > 0 && (await inSnapshot(r, snapshot, defaultSchema));
+      if (!ready || queue.length === 0) return r.close();
+      readers.push(drain(r).finally(() => r.close()));
+    });
+  const own = await Promise.allSettled([drain(session)]);
+  // The session's own queries are done, so every query is taken: what the readers run is in `readers` now.
+  const failed = [...own, ...(await Promise.allSettled(readers))].find(
+    (d): d is PromiseRejectedResult => d.status === 'rejected',
+  );
+  if (failed !== undefined) throw failed.reason;
   // The plan's statements run in this same transaction when applying: they see the role's own path. (A
   // failed query aborts the transaction, whose rollback undoes the narrowing, so no finally is needed.)
   await session.query(Q_RESTORE_SEARCH_PATH, [str(narrowed['path'])]);
-  return { defaultSchema: str(narrowed['schema']), rows: rows as CatalogRows };
+  return { defaultSchema, rows: rows as CatalogRows };
 }
+
+/** Whether the reader now reads in the session's snapshot and search_path (one round trip). */
+async function inSnapshot(reader: Session, snapshot: string, defaultSchema: string): Promise<boolean> {
+  try {
+    await reader.query(
+      `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT ${quoteLiteral(snapshot)}; ` +
+        `SELECT set_config('search_path', quote_ident(${quoteLiteral(defaultSchema)}), true)`,
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Which queries to start first: the ones the server takes longest over, so none is left for last alone. */
+const CATALOG_QUERY_WEIGHT: Readonly<Record<keyof CatalogRows, number>> = {
+  columns: 10,
+  indexes: 9,
+  constraints: 8,
+  relations: 7,
+  objects: 6,
+  unmanaged: 5,
+  sequences: 4,
+  enums: 3,
+  extensions: 2,
+  schemas: 1,
+};
 
 /** The catalog queries of an inspection, by the kind of rows each returns, in the order they run. */
 const CATALOG_QUERIES: Readonly<Record<keyof CatalogRows, string>> = {

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { startPostgres, type PostgresServer } from '../../env/postgres.ts';
 import { postgresDialect as dialect } from '../../../src/engine/pg/pg-dialect.ts';
+import { CATALOG_READERS } from '../../../src/engine/pg/pg-inspector.ts';
 import { applyPlan, drift, inspect, plan } from '../../../src/engine/schema-engine.ts';
 
 const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
@@ -313,11 +314,74 @@ describe('schema engine acceptance (postgres)', () => {
         .join(';')
         .replace('REFERENCES t0', ''),
     );
-    const a = await inspect(small, dialect);
-    const b = await inspect(big, dialect);
+    // On one connection, as a dev database is read: the catalog queries, the search path's narrowing and
+    // restore, and the transaction's BEGIN and COMMIT.
+    const alone = async (url: string) => {
+      const session = await dialect.connect(url);
+      try {
+        await session.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const model = await dialect.inspect(session);
+        await session.query('COMMIT');
+        return { model, roundTrips: session.roundTrips };
+      } finally {
+        await session.close();
+      }
+    };
+    const a = await alone(small);
+    const b = await alone(big);
     assert.equal(b.model.tables.length, 60);
     assert.equal(a.roundTrips, b.roundTrips);
     assert.equal(a.roundTrips, dialect.catalogQueryCount + 2, 'catalog queries plus BEGIN and COMMIT');
+    // A command's inspection may read on readers beside it: one more query to export the snapshot, and one
+    // for each reader that joined before every query was taken.
+    for (const url of [small, big]) {
+      const { roundTrips } = await inspect(url, dialect);
+      assert.ok(
+        roundTrips >= a.roundTrips + 1 && roundTrips <= a.roundTrips + 1 + CATALOG_READERS,
+        `${roundTrips} round trips`,
+      );
+    }
+  });
+
+  test('the catalog is read on readers in the session snapshot, or alone where a reader cannot connect', async () => {
+    const url = await fresh();
+    const db = new URL(url).pathname.slice(1);
+    const tables = Array.from(
+      { length: 300 },
+      (_, i) =>
+        `CREATE TABLE t${i} (id bigint PRIMARY KEY, code text NOT NULL UNIQUE, parent bigint REFERENCES t${i}, at timestamptz DEFAULT now());` +
+        `CREATE INDEX t${i}_at ON t${i} (at DESC)`,
+    ).join(';');
+    await sql(url, tables);
+    const desired = files(`${tables};`);
+    const withReaders = await plan(url, dialect, desired);
+    assert.equal(withReaders.outcome, 'no_changes');
+    const imported = server
+      .statements()
+      .filter((st) => st.database === db && st.sql.includes('SET TRANSACTION SNAPSHOT'));
+    assert.ok(imported.length >= 1, 'a reader imported the snapshot');
+    assert.ok(
+      withReaders.roundTrips > dialect.catalogQueryCount + 3,
+      `${withReaders.roundTrips} round trips`,
+    );
+
+    // A role allowed one connection: every reader is refused, and the plan is the same one.
+    const role = `${db}_one`;
+    await sql(
+      url,
+      `CREATE ROLE ${role} LOGIN PASSWORD 'one-connection' CONNECTION LIMIT 1; GRANT ALL ON SCHEMA public TO ${role}`,
+    );
+    const tablesOf = (await sql(url, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)).map(
+      (r) => r['tablename'],
+    );
+    await sql(url, tablesOf.map((t) => `ALTER TABLE public.${String(t)} OWNER TO ${role}`).join(';'));
+    const limited = new URL(url);
+    limited.username = role;
+    limited.password = 'one-connection';
+    const alone = await plan(limited.toString(), dialect, desired);
+    assert.equal(alone.outcome, 'no_changes');
+    assert.equal(alone.roundTrips, dialect.catalogQueryCount + 3, "BEGIN, the snapshot's export and COMMIT");
+    assert.equal(alone.bytes, withReaders.bytes);
   });
 
   test('a schema whose name starts with "pg" is inspected even with standard_conforming_strings off', async () => {
@@ -342,10 +406,13 @@ describe('schema engine acceptance (postgres)', () => {
     const failed = new Promise<void>((resolve) => (inspectionFailed = resolve));
     const spying = (failInspection: boolean): typeof dialect => ({
       ...dialect,
-      inspect: async (session, defaultSchemaRead) => {
-        const model = await dialect.inspect(session, (schema) => {
-          events.push(`default schema ${schema}`);
-          defaultSchemaRead?.(schema);
+      inspect: async (session, options) => {
+        const model = await dialect.inspect(session, {
+          ...options,
+          defaultSchemaRead: (schema) => {
+            events.push(`default schema ${schema}`);
+            options?.defaultSchemaRead?.(schema);
+          },
         });
         events.push('inspected');
         if (failInspection) {
