@@ -303,4 +303,19 @@ describe('long desired files', () => {
     };
     assert.equal(canonicalDigest(value), digestOf(canonicalJson(value)));
   });
+
+  test('canonical JSON sorts keys whatever order each object lists them in, however many key sets it meets', () => {
+    // The same keys in another order, a key set that extends another, and the empty object.
+    assert.equal(
+      canonicalJson([{ b: 1, a: 2 }, { a: 3, b: 4 }, { b: 5, a: 6, c: 7 }, { b: 8 }, {}]),
+      '[{"a":2,"b":1},{"a":3,"b":4},{"a":6,"b":5,"c":7},{"b":8},{}]',
+    );
+    // Objects keyed by data: more key sets than any cache of key orders holds, each still sorted.
+    const many = Array.from({ length: 30_000 }, (_, i) => ({ [`k${i}`]: i, [`j${i}`]: 0, a: 1 }));
+    const text = canonicalJson(many);
+    many.forEach((_, i) => {
+      if (i % 997 === 0) assert.ok(text.includes(`{"a":1,"j${i}":0,"k${i}":${i}}`), `object ${i}`);
+    });
+    assert.equal(canonicalJson({ z: { y: 1, x: 2 }, a: [] }), '{"a":[],"z":{"x":2,"y":1}}');
+  });
 });
