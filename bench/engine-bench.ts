@@ -14,7 +14,7 @@
 // children), their sum, and peak RSS. The ratio to the floor is given for wall and for CPU; on a machine
 // shared with other work, CPU is the figure the load does not distort, and the load average is printed.
 //
-//   npm run bench -- engine                          200 and 2,000 tables, 200 mixed, and the real schema
+//   npm run bench -- engine                          200 and 2,000 tables, 200 and 2,000 mixed, the real schema
 //   PTAH_BENCH_SIZES=200,2000,5000 npm run bench -- engine
 //   PTAH_BENCH_MIXED_SIZES=200,2000 ...              sizes of the mixed schema (functions, triggers, views
 //                                                    and partitions beside the tables; '' for none)
@@ -34,7 +34,7 @@ const ROOT = join(import.meta.dirname, '..');
 const PG_BIN = process.env['PTAH_PG_BIN'] ?? '/usr/lib/postgresql/15/bin';
 const RUNS = Number(process.env['PTAH_BENCH_RUNS'] ?? 3);
 const SIZES = (process.env['PTAH_BENCH_SIZES'] ?? '200,2000').split(',').map(Number);
-const MIXED_SIZES = (process.env['PTAH_BENCH_MIXED_SIZES'] ?? '200')
+const MIXED_SIZES = (process.env['PTAH_BENCH_MIXED_SIZES'] ?? '200,2000')
   .split(',')
   .filter((x) => x.trim() !== '')
   .map(Number);
