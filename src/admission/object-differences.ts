@@ -43,8 +43,15 @@ export function objectDifferences(
   filled: readonly ServerFilled[] = [],
   limit = 5,
 ): string[] {
+  const [rebuilt, written] = [writtenPart(expected), writtenPart(admitted)];
+  // Nearly every object judged is admitted: a first walk takes each object's keys as they come and stops at
+  // the first difference. Only a refusal walks again, keys sorted, so its message names the same
+  // differences in the same order however either side's serializer ordered its keys.
+  const any: string[] = [];
+  walk(rebuilt, written, ROOT, { admitted, filled, out: any, limit: 1, sorted: false });
+  if (any.length === 0) return [];
   const out: string[] = [];
-  walk(writtenPart(expected), writtenPart(admitted), ROOT, { admitted, filled, out, limit });
+  walk(rebuilt, written, ROOT, { admitted, filled, out, limit, sorted: true });
   return out;
 }
 
@@ -53,13 +60,9 @@ interface Walk {
   readonly filled: readonly ServerFilled[];
   readonly out: string[];
   readonly limit: number;
+  readonly sorted: boolean;
 }
 
-/**
- * Where the walk is, written out only when a message or a server-filled rule needs it: most of an admitted
- * object equals its rebuild, and building two path strings per key (through a regex) was the largest share
- * of a review's own CPU.
- */
 class Path {
   private shown: string | undefined;
   private patterned: string | undefined;
@@ -103,7 +106,7 @@ function walk(expected: unknown, actual: unknown, path: Path, w: Walk): void {
   if (w.out.length >= w.limit) return;
   if (Array.isArray(expected) && Array.isArray(actual)) return walkList(expected, actual, path, w);
   if (isRecord(expected) && isRecord(actual)) {
-    for (const key of Object.keys(expected).sort()) {
+    for (const key of keysOf(expected, w)) {
       if (!Object.hasOwn(actual, key) || actual[key] === undefined) {
         // The API server stores an empty list or object as nothing (omitempty): the same as the rebuild's.
         if (!isEmpty(expected[key]))
@@ -112,7 +115,7 @@ function walk(expected: unknown, actual: unknown, path: Path, w: Walk): void {
       }
       walk(expected[key], actual[key], path.field(key), w);
     }
-    for (const key of Object.keys(actual).sort()) {
+    for (const key of keysOf(actual, w)) {
       if (Object.hasOwn(expected, key) && expected[key] !== undefined) continue;
       const value = actual[key];
       if (value === undefined || value === null) continue;
@@ -127,22 +130,38 @@ function walk(expected: unknown, actual: unknown, path: Path, w: Walk): void {
 }
 
 /** Lists of named items (containers, volumes, env) compare by name, then order; others by index. */
+function keysOf(record: Readonly<Record<string, unknown>>, w: Walk): string[] {
+  return w.sorted ? Object.keys(record).sort() : Object.keys(record);
+}
+
+/** Each item's `name`, or undefined unless every item has one and no two the same. */
+function namesOf(items: readonly unknown[]): string[] | undefined {
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const item of items) {
+    const name = isRecord(item) ? item['name'] : undefined;
+    if (typeof name !== 'string' || seen.has(name)) return undefined;
+    seen.add(name);
+    names.push(name);
+  }
+  return names;
+}
+
 function walkList(expected: unknown[], actual: unknown[], path: Path, w: Walk): void {
-  const names = (xs: unknown[]) =>
-    xs.map((x) => (isRecord(x) && typeof x['name'] === 'string' ? x['name'] : undefined));
-  const [en, an] = [names(expected), names(actual)];
-  const named =
-    [...en, ...an].every((n) => n !== undefined) &&
-    new Set(en).size === en.length &&
-    new Set(an).size === an.length;
-  if (named) {
-    for (const n of an)
-      if (!en.includes(n)) note(w, `${path.item(n!)} is there, which the rebuild does not have`);
-    for (const n of en) if (!an.includes(n)) note(w, `${path.item(n!)} is missing`);
-    const common = en.filter((n) => an.includes(n));
-    if (common.join('\0') !== an.filter((n) => en.includes(n)).join('\0'))
+  const en = namesOf(expected);
+  const an = en === undefined ? undefined : namesOf(actual);
+  if (en !== undefined && an !== undefined) {
+    const [ei, ai] = [en, an].map((ns) => new Map(ns.map((n, i) => [n, i]))) as [
+      Map<string, number>,
+      Map<string, number>,
+    ];
+    for (const n of an) if (!ei.has(n)) note(w, `${path.item(n)} is there, which the rebuild does not have`);
+    for (const n of en) if (!ai.has(n)) note(w, `${path.item(n)} is missing`);
+    const common = en.filter((n) => ai.has(n));
+    const commonAdmitted = an.filter((n) => ei.has(n));
+    if (common.some((n, i) => n !== commonAdmitted[i]))
       note(w, `${path} is in another order than the rebuild's (${en.join(', ')})`);
-    for (const n of common) walk(expected[en.indexOf(n)], actual[an.indexOf(n)], path.item(n!), w);
+    for (const n of common) walk(expected[ei.get(n)!], actual[ai.get(n)!], path.item(n), w);
     return;
   }
   if (expected.length !== actual.length)
@@ -159,9 +178,16 @@ function serverFilled(pattern: string, value: unknown, w: Walk): boolean {
 function matches(rule: string, pattern: string): boolean {
   if (rule === pattern) return true;
   if (!rule.includes('["*"]')) return false;
-  const re = new RegExp(`^${rule.split('["*"]').map(escape).join('\\["[^"]*"\\]')}$`);
+  let re = RULE_PATTERNS.get(rule);
+  if (re === undefined) {
+    re = new RegExp(`^${rule.split('["*"]').map(escape).join('\\["[^"]*"\\]')}$`);
+    RULE_PATTERNS.set(rule, re);
+  }
   return re.test(pattern);
 }
+
+/** Each rule's expression, made once: the rules are the modules' own constants, a few dozen in all. */
+const RULE_PATTERNS = new Map<string, RegExp>();
 
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -76,4 +76,41 @@ describe('objectDifferences', () => {
     );
     assert.equal(diffs.length, 1);
   });
+
+  it('names the same differences in the same order whatever order either side lists its keys in', () => {
+    const rebuilt = { kind: 'ConfigMap', metadata: { name: 'n' }, data: { b: '2', a: '1', c: '3' } };
+    const shuffled = { data: { c: 'x', a: 'y', b: '2', d: '4' }, metadata: { name: 'n' }, kind: 'ConfigMap' };
+    const sortedFirst = {
+      kind: 'ConfigMap',
+      metadata: { name: 'n' },
+      data: { a: 'y', b: '2', c: 'x', d: '4' },
+    };
+    const want = [
+      'data["a"] is "y"; the rebuild has "1"',
+      'data["c"] is "x"; the rebuild has "3"',
+      'data["d"] is "4", which the rebuild does not have',
+    ];
+    assert.deepEqual(objectDifferences(rebuilt, shuffled), want);
+    assert.deepEqual(objectDifferences(rebuilt, sortedFirst), want);
+    assert.deepEqual(objectDifferences(rebuilt, shuffled, [], 2), want.slice(0, 2));
+    // Named lists: compared by name, in either order of their items' keys.
+    const a = {
+      spec: {
+        containers: [
+          { name: 'x', image: 'i' },
+          { name: 'y', image: 'j' },
+        ],
+      },
+    };
+    const b = {
+      spec: {
+        containers: [
+          { image: 'i', name: 'x' },
+          { image: 'k', name: 'y' },
+        ],
+      },
+    };
+    assert.deepEqual(objectDifferences(a, b), ['spec.containers[name=y].image is "k"; the rebuild has "j"']);
+    assert.deepEqual(objectDifferences(a, a), []);
+  });
 });
