@@ -62,8 +62,26 @@ function writeObject(value: Record<string, unknown>, at: string): string {
   return `{${members.join(',')}}`;
 }
 
-/** Code point order rather than UTF-16 unit order, so keys outside the BMP sort the way UTF-8 bytes do. */
+/**
+ * Code point order rather than UTF-16 unit order, so keys outside the BMP sort the way UTF-8 bytes do. The
+ * two orders differ only where the first unit that differs is a surrogate; only then are code points read.
+ */
 function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return isSurrogate(x) || isSurrogate(y) ? byCodePoints(a, b) : x - y;
+  }
+  // One is a prefix of the other in units, so in code points too (a high surrogate left unpaired by the cut
+  // sorts before the pair it starts).
+  return a.length - b.length;
+}
+
+const isSurrogate = (unit: number) => unit >= 0xd800 && unit <= 0xdfff;
+
+function byCodePoints(a: string, b: string): number {
   const x = Array.from(a);
   const y = Array.from(b);
   const n = Math.min(x.length, y.length);

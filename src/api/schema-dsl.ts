@@ -309,9 +309,14 @@ export function defaulted<T>(n: SchemaNode<T, Presence>, value: T): SchemaNode<T
   return {
     ...n,
     presence: 'defaulted',
-    openApi: () => ({ ...n.openApi(), default: structuredClone(value) }),
-    defaults: (v) => n.defaults(v === undefined ? structuredClone(value) : v),
+    openApi: () => ({ ...n.openApi(), default: fresh(value) }),
+    defaults: (v) => n.defaults(v === undefined ? fresh(value) : v),
   };
+}
+
+/** A default no caller can change for the next one: a copy of an object, a scalar as it is (no copy needed). */
+function fresh<T>(value: T): T {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value;
 }
 
 /** Adds CEL rules to an existing node (for rules that span the node's children). */

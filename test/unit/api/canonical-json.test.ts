@@ -18,6 +18,34 @@ describe('canonicalJson', () => {
     assert.equal(one, two);
   });
 
+  it('orders keys exactly as comparing their code points does, surrogates and prefixes included', () => {
+    const byCodePoints = (a: string, b: string) => {
+      const [x, y] = [Array.from(a), Array.from(b)];
+      for (let i = 0; i < Math.min(x.length, y.length); i++) {
+        const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
+        if (d !== 0) return d;
+      }
+      return x.length - y.length;
+    };
+    const units = [
+      'a',
+      'b',
+      '\u00e9',
+      '\ud7ff',
+      '\ud83d',
+      '\ude00',
+      '\ue000',
+      '\uffff',
+      '\u{1F600}',
+      '\u{10FFFF}',
+    ];
+    const keys = new Set<string>();
+    for (const u of units) for (const v of units) for (const w of ['', 'a', '\uffff']) keys.add(u + v + w);
+    const expected = [...keys].sort(byCodePoints);
+    const written = canonicalJson(Object.fromEntries([...keys].reverse().map((k) => [k, 0])));
+    assert.equal(written, `{${expected.map((k) => `${JSON.stringify(k)}:0`).join(',')}}`);
+  });
+
   it('sorts keys by code point, so astral characters sort after the BMP as UTF-8 bytes do', () => {
     assert.equal(canonicalJson({ '\u{1F600}': 1, '\uFFFF': 2, a: 3 }), '{"a":3,"\uFFFF":2,"\u{1F600}":1}');
   });
