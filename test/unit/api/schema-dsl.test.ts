@@ -9,10 +9,12 @@ import {
   integer,
   object,
   openApi,
+  opaqueObject,
   optional,
   record,
   string,
   validate,
+  withDefaults,
   withRules,
   type Infer,
 } from '../../../src/api/schema-dsl.ts';
@@ -134,5 +136,28 @@ describe('schema language', () => {
       withRules(object({ a: optional(boolean()) }), [{ rule: 'has(self.a)', message: 'a is needed' }]),
     );
     assert.deepEqual(s['x-kubernetes-validations'], [{ rule: 'has(self.a)', message: 'a is needed' }]);
+  });
+
+  it('defaults a copy: the input is never changed nor shared, and a "__proto__" member stays a member', () => {
+    const node = object({
+      tags: defaulted(array(string()), ['x']),
+      inner: optional(object({ size: defaulted(integer({ minimum: 0 }), 1) })),
+      extra: optional(opaqueObject()),
+    });
+    const input = JSON.parse('{"inner":{},"extra":{"deep":{"n":1},"__proto__":{"polluted":true}}}') as Record<
+      string,
+      Record<string, unknown>
+    >;
+    const before = JSON.stringify(input);
+    const first = withDefaults(node, input) as unknown as Record<string, Record<string, unknown>>;
+    assert.equal(JSON.stringify(input), before);
+    assert.deepEqual(first['inner'], { size: 1 });
+    assert.notEqual(first['extra'], input['extra']);
+    assert.notEqual(first['extra']!['deep'], input['extra']!['deep']);
+    assert.equal(Object.getPrototypeOf(first['extra']), Object.prototype);
+    assert.deepEqual(Object.keys(first['extra']!), ['deep', '__proto__']);
+    // Each default is its own: changing one leaves the next untouched.
+    (first['tags'] as unknown as string[]).push('y');
+    assert.deepEqual((withDefaults(node, {}) as unknown as Record<string, unknown>)['tags'], ['x']);
   });
 });
