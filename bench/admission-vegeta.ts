@@ -43,6 +43,11 @@ export interface VegetaRun {
   readonly p99: number;
   readonly max: number;
   readonly perSecond: number;
+  /**
+   * This process's CPU (user + system) per review during the timed run, in microseconds: what serving one
+   * costs, which the machine's other load does not distort as it does latency.
+   */
+  readonly cpuPerReviewUs: number;
 }
 
 interface Report {
@@ -85,7 +90,9 @@ export async function attack(
         `-output=${join(dir, out)}`,
       ]);
     await run(1, 'warm.bin');
+    const cpu = process.cpuUsage();
     await run(job.seconds, 'results.bin');
+    const used = process.cpuUsage(cpu);
     const results = join(dir, 'results.bin');
     const report = JSON.parse(
       execFileSync(bin, ['report', '-type=json', results], { encoding: 'utf8', maxBuffer: 16 << 20 }),
@@ -110,6 +117,7 @@ export async function attack(
       p99: ms(report.latencies['99th']),
       max: ms(report.latencies.max),
       perSecond: report.throughput,
+      cpuPerReviewUs: (used.user + used.system) / report.requests,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
