@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
@@ -36,8 +37,12 @@ export interface PodWorkerDeps {
 }
 
 const TERMINATION_MESSAGE_LIMIT = 4096;
-/** How long a container selected by the OOM hook runs before it is killed. */
-const OOM_KILL_AFTER_MS = 500;
+/**
+ * How long a container selected by the OOM hook runs before it is killed: well before an operation could end
+ * on its own (starting node, connecting and planning take longer). At 500 ms a small plan sometimes ended
+ * first, and was reported OOMKilled with its own exit code 0.
+ */
+const OOM_KILL_AFTER_MS = 200;
 
 /** Whether the labels match a line of the OOM hook's selector file. */
 export function oomSelected(file: string | undefined, labels: Readonly<Record<string, string>>): boolean {
@@ -405,7 +410,13 @@ export class PodWorker {
         terminated: {
           exitCode: exit.exitCode,
           ...(exit.signal ? { signal: exit.signal } : {}),
-          reason: oomKilled ? 'OOMKilled' : exit.exitCode === 0 ? 'Completed' : 'Error',
+          // OOMKilled only where the kill ended it, as a kubelet reports only what the kernel killed.
+          reason:
+            oomKilled && exit.signal === osConstants.signals.SIGKILL
+              ? 'OOMKilled'
+              : exit.exitCode === 0
+                ? 'Completed'
+                : 'Error',
           ...(message ? { message } : {}),
           startedAt,
           finishedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
