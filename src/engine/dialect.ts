@@ -45,6 +45,8 @@ export interface InspectOptions {
    * session's snapshot with another connection then reads part of the catalog there, at the same time.
    */
   readonly openReader?: () => Promise<Session>;
+  /** How many relations a database needs before readers are opened; the dialect's own threshold by default. */
+  readonly readersFrom?: number;
 }
 
 export interface SchemaDialect {
