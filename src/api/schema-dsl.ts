@@ -309,14 +309,9 @@ export function defaulted<T>(n: SchemaNode<T, Presence>, value: T): SchemaNode<T
   return {
     ...n,
     presence: 'defaulted',
-    openApi: () => ({ ...n.openApi(), default: fresh(value) }),
-    defaults: (v) => n.defaults(v === undefined ? fresh(value) : v),
+    openApi: () => ({ ...n.openApi(), default: jsonCopy(value) }),
+    defaults: (v) => n.defaults(v === undefined ? jsonCopy(value) : v),
   };
-}
-
-/** A default no caller can change for the next one: a copy of an object, a scalar as it is (no copy needed). */
-function fresh<T>(value: T): T {
-  return jsonCopy(value);
 }
 
 /**

@@ -14,15 +14,19 @@ import { blockedJob, observeJob, type Harvest, type JobObservation } from './har
 import type { GatedClaim, JobAdoption, ResultGate } from './job-adoption.ts';
 
 export interface ClaimedJobRead {
-  readonly observed: JobObservation;
-  /** The hold the claim recorded changed hands (or ended) since. */
-  readonly leaseContinuityLost?: true;
   readonly result: ResultGate;
   /**
    * A running Pod the node cannot configure (its Secret or key is missing), which fails now rather than at
    * the Job's deadline.
    */
   readonly blocked?: Harvest;
+  /** What both families' decide reads of it, as its input spells them. */
+  readonly decideInput: {
+    readonly job: JobObservation;
+    /** The hold the claim recorded changed hands (or ended) since. */
+    readonly leaseContinuityLost?: true;
+    readonly unconfirmedJob?: string;
+  };
 }
 
 export async function readClaimedJob(
@@ -55,9 +59,14 @@ export async function readClaimedJob(
       ? await blockedJob(deps.core, owner.namespace, claim, observed.uid)
       : undefined;
   return {
-    observed,
-    ...(leaseContinuityLost ? { leaseContinuityLost } : {}),
     result,
     ...(blocked !== undefined ? { blocked } : {}),
+    decideInput: {
+      job: observed,
+      ...(leaseContinuityLost ? { leaseContinuityLost } : {}),
+      ...(!result.read && result.unconfirmedJob !== undefined
+        ? { unconfirmedJob: result.unconfirmedJob }
+        : {}),
+    },
   };
 }

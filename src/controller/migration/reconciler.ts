@@ -165,14 +165,7 @@ export class MigrationReconciler {
         { recorded: view.status.executionBinding, current: input.executionBinding },
       );
       const { result } = read;
-      input = {
-        ...input,
-        job: read.observed,
-        ...(read.leaseContinuityLost ? { leaseContinuityLost: true } : {}),
-        ...(!result.read && result.unconfirmedJob !== undefined
-          ? { unconfirmedJob: result.unconfirmedJob }
-          : {}),
-      };
+      input = { ...input, ...read.decideInput };
       if (result.read) {
         const harvest = await harvestJob(
           this.deps.core,

@@ -162,13 +162,7 @@ export class SchemaReconciler {
         { recorded: view.status.executionBinding, current: input.executionBinding },
       );
       const { result } = read;
-      extra = {
-        job: read.observed,
-        ...(read.leaseContinuityLost ? { leaseContinuityLost: true } : {}),
-        ...(!result.read && result.unconfirmedJob !== undefined
-          ? { unconfirmedJob: result.unconfirmedJob }
-          : {}),
-      };
+      extra = read.decideInput;
       if (result.read) {
         const harvest = await harvestJob(this.deps.core, view.namespace, claim, result.uid);
         extra = {

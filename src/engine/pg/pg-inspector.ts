@@ -232,8 +232,8 @@ export async function readCatalog(
   for (const reader of opening)
     void reader.then(async (r) => {
       if (r === undefined) return;
-      const ready =
-        typeof snapshot === 'string' && queue.length > 0 && (await inSnapshot(r, snapshot, defaultSchema));
+      // `opening` is empty unless the snapshot was exported.
+      const ready = queue.length > 0 && (await inSnapshot(r, snapshot as string, defaultSchema));
       if (!ready || queue.length === 0) return r.close();
       readers.push(drain(r).finally(() => r.close()));
     });
