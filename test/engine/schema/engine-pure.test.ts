@@ -318,4 +318,27 @@ describe('long desired files', () => {
     });
     assert.equal(canonicalJson({ z: { y: 1, x: 2 }, a: [] }), '{"a":[],"z":{"x":2,"y":1}}');
   });
+
+  test('canonical JSON is the same text at every depth, whichever way a level is written', () => {
+    // Below its first levels a value is written by JSON.stringify from a key-sorted copy; these are what a
+    // copy could get wrong: array-index keys (listed first by JavaScript), undefined and function members,
+    // holes, and astral characters.
+    const odd = {
+      '10': 'ten',
+      '2': 'two',
+      b: undefined,
+      f: () => 1,
+      a: [undefined, , '\u{1F600}', '\ud800', { y: 1, x: [2, { z: null, '01': 0 }] }],
+    };
+    const expected =
+      '{"10":"ten","2":"two","a":[null,null,"\u{1F600}","\\ud800",{"x":[2,{"01":0,"z":null}],"y":1}],"f":null}';
+    let nested: unknown = odd;
+    let wrap = (text: string) => text;
+    for (let depth = 0; depth < 8; depth++) {
+      assert.equal(canonicalJson(nested), wrap(expected), `at depth ${depth}`);
+      const inner = wrap;
+      nested = depth % 2 === 0 ? [nested] : { k: nested, c: 1 };
+      wrap = depth % 2 === 0 ? (t) => `[${inner(t)}]` : (t) => `{"c":1,"k":${inner(t)}}`;
+    }
+  });
 });
