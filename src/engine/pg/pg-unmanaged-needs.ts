@@ -1,14 +1,14 @@
 /**
- * A managed object may need an object Ptah does not manage: an index its access method and operator
- * classes, a column its type (a range or base type, or one an extension brings), a column or an index key
- * the collation it names when the desired state does not declare it, a text search configuration its parser
- * and dictionaries. Where the target database lacks it and the plan does not
- * create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the object,
- * what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a change
- * has such a need.
+ * A managed object may need an object Ptah does not manage: an index (on a table or a materialized view)
+ * its access method and operator classes, a column its type (a range or base type, or one an extension
+ * brings), a column or an index key the collation it names when the desired state does not declare it, a
+ * text search configuration its parser and dictionaries. Where the target database lacks it and the plan
+ * does not create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the
+ * object, what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a
+ * change has such a need.
  */
 import type { Change, ChangeKind, TableRef } from '../changes.ts';
-import type { Column, SchemaModel } from '../model.ts';
+import type { Column, DefinedObject, Index, IndexKey, SchemaModel } from '../model.ts';
 import { objectKey } from '../model.ts';
 import type { Session } from '../session.ts';
 
@@ -40,6 +40,17 @@ function tableLabel(t: TableRef): string {
 }
 
 /**
+ * Where PostgreSQL looks for a name given as its parts: in its schema when qualified, else pg_catalog then
+ * the default schema.
+ */
+function lookedUp(parts: readonly string[], ds: string): { schemas: string[]; name: string } {
+  return {
+    schemas: parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds],
+    name: parts[parts.length - 1] ?? '',
+  };
+}
+
+/**
  * The collation a column or an index key names (`"C"`, `"s"."c"`, as the model holds it): in its schema when
  * qualified, else pg_catalog then the default schema, as PostgreSQL looks.
  */
@@ -51,8 +62,7 @@ function collationNeed(
 ): Need[] {
   if (collation === undefined) return [];
   const parts = sqlNameParts(collation);
-  const name = parts[parts.length - 1] ?? '';
-  const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
+  const { schemas, name } = lookedUp(parts, ds);
   if (schemas[0] === 'pg_catalog' && parts.length >= 2) return [];
   return [{ kind: 'collation', schemas, name, by, ...(category !== undefined ? { category } : {}) }];
 }
@@ -82,37 +92,83 @@ function columnNeeds(
   });
 }
 
-function indexNeeds(c: ChangeOf<'CreateIndex'>, ds: string): Need[] {
-  const by = `index ${c.index.name ?? `(${c.index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(c.table)}`;
+/** An index key or an exclusion element: its operator class and collation as the SQL names them. */
+type KeyNames = Pick<IndexKey, 'opclass' | 'collation'>;
+
+/**
+ * What an index or an exclusion constraint needs to be built: its access method (unless built in), and each
+ * key's operator class (of that method) and collation, where the key names one.
+ */
+function methodAndKeyNeeds(
+  method: string,
+  keys: readonly KeyNames[],
+  by: string,
+  category: Need['category'],
+  ds: string,
+): Need[] {
+  const cat = category !== undefined ? { category } : {};
   const out: Need[] = [];
-  if (!BUILT_IN_METHODS.has(c.index.method))
-    out.push({
-      kind: 'access method',
-      schemas: [''],
-      name: c.index.method,
-      by,
-      category: 'indexes_added',
-    });
-  for (const k of c.index.keys) {
-    out.push(...collationNeed(k.collation, ds, by, 'indexes_added'));
+  if (!BUILT_IN_METHODS.has(method))
+    out.push({ kind: 'access method', schemas: [''], name: method, by, ...cat });
+  for (const k of keys) {
+    out.push(...collationNeed(k.collation, ds, by, category));
     if (k.opclass === undefined) continue;
-    const parts = sqlNameParts(k.opclass);
-    const name = parts[parts.length - 1] ?? '';
-    const schemas = parts.length >= 2 ? [parts[parts.length - 2] ?? ''] : ['pg_catalog', ds];
-    out.push({
-      kind: 'operator class',
-      schemas,
-      name,
-      method: c.index.method,
-      by,
-      category: 'indexes_added',
-    });
+    out.push({ kind: 'operator class', ...lookedUp(sqlNameParts(k.opclass), ds), method, by, ...cat });
   }
   return out;
 }
 
-function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>): Need[] {
+/** The parts of an index that say what building it needs, and what a message names it by. */
+type IndexNeeding = Pick<Index, 'name' | 'method'> & {
+  readonly keys: readonly (KeyNames & Pick<IndexKey, 'column' | 'expression'>)[];
+};
+
+function indexNeeds(index: IndexNeeding, on: TableRef, category: Need['category'], ds: string): Need[] {
+  const by = `index ${index.name ?? `(${index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(on)}`;
+  return methodAndKeyNeeds(index.method, index.keys, by, category, ds);
+}
+
+/**
+ * A materialized view's index, which the model holds as a defined object (created by CreateObject): its
+ * method and keys read back from its comparison key, `indexKey(index)` (model.ts), which is
+ * `[unique, method, [[column, expression key, opclass, collation, ...], ...], ...]`. A key of another shape
+ * throws: the check must not go quiet because that encoding changed.
+ */
+function matviewIndex(o: DefinedObject): IndexNeeding {
+  const key: unknown = JSON.parse(o.key);
+  const method = Array.isArray(key) ? key[1] : undefined;
+  const keys = Array.isArray(key) ? key[2] : undefined;
+  const opt = (x: unknown) => (x === null ? undefined : typeof x === 'string' ? x : false);
+  const parsed = Array.isArray(keys)
+    ? keys.map((k: unknown) =>
+        Array.isArray(k) ? { column: opt(k[0]), opclass: opt(k[2]), collation: opt(k[3]) } : undefined,
+      )
+    : undefined;
+  if (
+    typeof method !== 'string' ||
+    parsed === undefined ||
+    parsed.some((k) => k === undefined || k.column === false || k.opclass === false || k.collation === false)
+  )
+    throw new Error(
+      `index ${o.schema}.${o.name}: its key is not an index key as model.ts's indexKey writes it`,
+    );
+  return {
+    name: o.name,
+    method,
+    keys: parsed.map((k) => ({
+      ...(typeof k?.column === 'string' ? { column: k.column } : {}),
+      ...(typeof k?.opclass === 'string' ? { opclass: k.opclass } : {}),
+      ...(typeof k?.collation === 'string' ? { collation: k.collation } : {}),
+    })),
+  };
+}
+
+function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>, ds: string): Need[] {
   const o = c.object;
+  // A materialized view's index, checked as an index on a table is. Its drift category is none (that of
+  // its CreateObject), as for every defined object.
+  if (o.objectType === 'index' && o.table !== undefined)
+    return indexNeeds(matviewIndex(o), { schema: o.schema, name: o.table }, undefined, ds);
   if (o.objectType !== 'text search configuration') return [];
   // Its uses are its parser and dictionaries outside pg_catalog, each objectKey(schema, name).
   const parsed = o.uses.map((u) => JSON.parse(u) as [string, string]);
@@ -131,7 +187,7 @@ const none = (): Need[] => [];
  * comment or row change needs nothing new.
  */
 const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[] } = {
-  CreateIndex: indexNeeds,
+  CreateIndex: (c, ds) => indexNeeds(c.index, c.table, 'indexes_added', ds),
   CreateTable: (c, ds) => columnNeeds(c.table, c.table.columns, 'tables_added', ds),
   AddColumn: (c, ds) => columnNeeds(c.table, [c.column], 'columns_added', ds),
   AlterColumnType: (c, ds) => columnNeeds(c.table, [c.column], 'columns_modified', ds),
