@@ -1,19 +1,35 @@
 /**
  * A managed object may need an object Ptah does not manage: an index (on a table or a materialized view)
- * its access method and operator classes, a column its type (a range or base type, or one an extension
- * brings), a column or an index key the collation it names when the desired state does not declare it, a
- * text search configuration its parser and dictionaries. Where the target database lacks it and the plan
+ * or an exclusion constraint its access method and the operator classes its keys name, an exclusion
+ * constraint its operators, a column its type (a range or base type, or one an extension brings), a column,
+ * an index key or an exclusion element the collation it names when the desired state does not declare it,
+ * a text search configuration its parser and dictionaries. Where the target database lacks it and the plan
  * does not create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the
  * object, what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a
  * change has such a need.
  */
 import type { Change, ChangeKind, TableRef } from '../changes.ts';
-import type { Column, DefinedObject, Index, IndexKey, SchemaModel } from '../model.ts';
+import type {
+  Column,
+  Constraint,
+  DefinedObject,
+  ExclusionConstraint,
+  Index,
+  IndexKey,
+  SchemaModel,
+} from '../model.ts';
 import { objectKey } from '../model.ts';
+import { quoteIdent } from './pg-normalize.ts';
 import type { Session } from '../session.ts';
 
 type NeedKind =
-  'access method' | 'operator class' | 'type' | 'collation' | 'text search dictionary' | 'text search parser';
+  | 'access method'
+  | 'operator class'
+  | 'operator'
+  | 'type'
+  | 'collation'
+  | 'text search dictionary'
+  | 'text search parser';
 
 interface Need {
   readonly kind: NeedKind;
@@ -24,7 +40,8 @@ interface Need {
   readonly method?: string;
   /** The managed object that needs it, as a message names it. */
   readonly by: string;
-  readonly category?: 'indexes_added' | 'tables_added' | 'columns_added' | 'columns_modified';
+  readonly category?:
+    'indexes_added' | 'tables_added' | 'columns_added' | 'columns_modified' | 'constraints_added';
 }
 
 /** Built-in access methods: asked about like any other only when an index names another. */
@@ -163,6 +180,91 @@ function matviewIndex(o: DefinedObject): IndexNeeding {
   };
 }
 
+/** The items of a parse tree's list: `{List: {items}}`, or a bare array. */
+function listItems(node: unknown): unknown[] | undefined {
+  const items =
+    typeof node === 'object' && node !== null && 'List' in node
+      ? (node.List as { items?: unknown } | undefined)?.items
+      : node;
+  return Array.isArray(items) ? items : undefined;
+}
+
+/** The `sval`s of a parse tree's name list, `[{String: {sval}}, ...]`. */
+function nameList(node: unknown): string[] | undefined {
+  const out = listItems(node)?.map((i: unknown) =>
+    typeof i === 'object' && i !== null && 'String' in i
+      ? (i.String as { sval?: unknown } | undefined)?.sval
+      : undefined,
+  );
+  return out?.every((x): x is string => typeof x === 'string') === true ? out : undefined;
+}
+
+/**
+ * An exclusion constraint, `EXCLUDE USING gist (room WITH =, during WITH &&)`: its access method, each
+ * element's operator class and collation where it names one, and each element's operator. The model keeps
+ * the clause only as rendered text and its canonical key, the constraint's parse tree as JSON
+ * (`exclusionDefinition` in pg-desired.ts): the elements are read from that tree, whose names the key keeps
+ * as written. A tree of another shape throws rather than checking nothing.
+ *
+ * The operator: PostgreSQL resolves it by name and by the element's type, within the operator families of
+ * the element's operator class. What is checked is only that an operator of that name exists where the name
+ * is looked for: in its schema when qualified (`OPERATOR(s.&&)`), else in pg_catalog or the default schema.
+ * Not checked: that it takes the element's type, that it is commutative and belongs to the operator class's
+ * family (the CREATE still fails on apply when not), other schemas of the role's search_path, and the default
+ * operator class an element without one needs (`room WITH =` on an integer column under gist needs
+ * btree_gist's): that needs the element's type resolved as PostgreSQL does.
+ */
+function exclusionNeeds(
+  constraint: ExclusionConstraint,
+  on: TableRef,
+  category: Need['category'],
+  ds: string,
+): Need[] {
+  const tree: unknown = JSON.parse(constraint.definition.key);
+  const shapeError = () =>
+    new Error(
+      `exclusion constraint ${constraint.name ?? ''} on ${tableLabel(on)}: its key is not the parse tree pg-desired.ts's exclusionDefinition writes`,
+    );
+  if (typeof tree !== 'object' || tree === null) throw shapeError();
+  const t = tree as { access_method?: unknown; exclusions?: unknown };
+  if (typeof t.access_method !== 'string' || !Array.isArray(t.exclusions)) throw shapeError();
+  const elements = t.exclusions.map((x: unknown) => {
+    const pair = listItems(x);
+    const elem = pair?.[0] as { IndexElem?: Record<string, unknown> } | undefined;
+    const e = elem?.IndexElem;
+    const operator = nameList(pair?.[1]);
+    if (e === undefined || operator === undefined) throw shapeError();
+    const opclass = e['opclass'] === undefined ? undefined : nameList(e['opclass']);
+    const collation = e['collation'] === undefined ? undefined : nameList(e['collation']);
+    if (
+      (e['opclass'] !== undefined && opclass === undefined) ||
+      (e['collation'] !== undefined && collation === undefined)
+    )
+      throw shapeError();
+    return {
+      label: typeof e['name'] === 'string' ? e['name'] : 'expression',
+      operator,
+      ...(opclass !== undefined ? { opclass: opclass.map(quoteIdent).join('.') } : {}),
+      ...(collation !== undefined ? { collation: collation.map(quoteIdent).join('.') } : {}),
+    };
+  });
+  const by = `exclusion constraint ${constraint.name ?? `(${elements.map((e) => `${e.label} WITH ${e.operator.join('.')}`).join(', ')})`} on ${tableLabel(on)}`;
+  const cat = category !== undefined ? { category } : {};
+  return [
+    ...methodAndKeyNeeds(t.access_method, elements, by, category, ds),
+    ...elements.map((e): Need => ({ kind: 'operator', ...lookedUp(e.operator, ds), by, ...cat })),
+  ];
+}
+
+function constraintsNeeds(
+  table: TableRef,
+  constraints: readonly Constraint[],
+  category: Need['category'],
+  ds: string,
+): Need[] {
+  return constraints.flatMap((c) => (c.kind === 'Exclusion' ? exclusionNeeds(c, table, category, ds) : []));
+}
+
 function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>, ds: string): Need[] {
   const o = c.object;
   // A materialized view's index, checked as an index on a table is. Its drift category is none (that of
@@ -188,7 +290,10 @@ const none = (): Need[] => [];
  */
 const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[] } = {
   CreateIndex: (c, ds) => indexNeeds(c.index, c.table, 'indexes_added', ds),
-  CreateTable: (c, ds) => columnNeeds(c.table, c.table.columns, 'tables_added', ds),
+  CreateTable: (c, ds) => [
+    ...columnNeeds(c.table, c.table.columns, 'tables_added', ds),
+    ...constraintsNeeds(c.table, c.table.constraints, 'tables_added', ds),
+  ],
   AddColumn: (c, ds) => columnNeeds(c.table, [c.column], 'columns_added', ds),
   AlterColumnType: (c, ds) => columnNeeds(c.table, [c.column], 'columns_modified', ds),
   CreateObject: objectNeeds,
@@ -216,7 +321,7 @@ const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[
   AddIdentity: none,
   SetIdentity: none,
   DropIdentity: none,
-  AddConstraint: none,
+  AddConstraint: (c, ds) => constraintsNeeds(c.table, [c.constraint], 'constraints_added', ds),
   DropConstraint: none,
   ValidateConstraint: none,
   DropIndex: none,
@@ -245,6 +350,9 @@ async function present(session: Session, names: readonly string[]): Promise<Set<
        SELECT 'operator class', n.nspname, c.opcname, a.amname
          FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod JOIN pg_namespace n ON n.oid = c.opcnamespace
         WHERE c.opcname = ANY($1)
+       UNION ALL
+       SELECT 'operator', n.nspname, o.oprname, ''
+         FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace WHERE o.oprname = ANY($1)
        UNION ALL
        SELECT 'type', n.nspname, t.typname, ''
          FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE t.typname = ANY($1)
@@ -317,7 +425,7 @@ export async function refuseUnmanagedNeedsMissing(
       object: n.by,
       reason:
         declaredAs !== undefined
-          ? `${message}: the desired state declares it, but Ptah leaves a ${kind} alone (never creates it); create it first (a migration, or by hand), then plan again`
+          ? `${message}: the desired state declares it, but Ptah leaves ${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} alone (never creates it); create it first (a migration, or by hand), then plan again`
           : `${message}: nothing in the desired state declares it; declare the extension that brings it (CREATE EXTENSION ...), or create it first (a migration), then plan again`,
       ...(n.category !== undefined ? { category: n.category } : {}),
     });
