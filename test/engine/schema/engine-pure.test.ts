@@ -328,7 +328,13 @@ describe('long desired files', () => {
       '2': 'two',
       b: undefined,
       f: () => 1,
-      a: [undefined, , '\u{1F600}', '\ud800', { y: 1, x: [2, { z: null, '01': 0 }] }],
+      // Index 1 is a hole.
+      a: Object.assign(new Array<unknown>(5), {
+        0: undefined,
+        2: '\u{1F600}',
+        3: '\ud800',
+        4: { y: 1, x: [2, { z: null, '01': 0 }] },
+      }),
     };
     const expected =
       '{"10":"ten","2":"two","a":[null,null,"\u{1F600}","\\ud800",{"x":[2,{"01":0,"z":null}],"y":1}],"f":null}';
