@@ -55,6 +55,7 @@ import {
   exprFromAst,
   isRecord,
   names,
+  quoteIdent,
   resolvedNameSql,
   typeRefFromAst,
 } from './pg-normalize.ts';
@@ -1824,15 +1825,63 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   const deferrable = c['deferrable'] === true;
   const deferred = c['initdeferred'] === true;
   const text =
-    deparseNode({ Constraint: { ...body, access_method: method } }) +
+    exclusionHead(body, method) +
     (where === undefined ? '' : ` WHERE (${deparseNode(where)})`) +
     (deferrable ? ` DEFERRABLE${deferred ? ' INITIALLY DEFERRED' : ''}` : '');
   const key = canonicalKey(
-    { ...body, access_method: method, where: where ?? null, deferrable, deferred },
+    {
+      ...body,
+      exclusions: unqualifiedOperators(body['exclusions'], ds),
+      access_method: method,
+      where: where ?? null,
+      deferrable,
+      deferred,
+    },
     ds,
   );
   return { text, key };
 }
+
+/**
+ * The exclusion elements with an operator qualified by pg_catalog or the default schema written bare, as
+ * pg_get_constraintdef prints an operator its search path finds: `OPERATOR(pg_catalog.&&)` and `&&` are one
+ * constraint, and comparing them as written re-planned it forever.
+ */
+function unqualifiedOperators(exclusions: unknown, ds: string): unknown {
+  if (!Array.isArray(exclusions)) return exclusions;
+  return exclusions.map((x: unknown) => {
+    const items = listOf(x);
+    const operator = Array.isArray(items) ? listOf(items[1]) : undefined;
+    if (!Array.isArray(items) || !Array.isArray(operator) || operator.length !== 2) return x;
+    const schema = names(operator)[0];
+    if (schema !== 'pg_catalog' && schema !== ds) return x;
+    return { List: { items: [items[0], { List: { items: operator.slice(1) } }] } };
+  });
+}
+
+/**
+ * `EXCLUDE USING method (element WITH operator, ...)`. The deparser writes a qualified operator,
+ * `OPERATOR(s.=)`, as `WITH s`, which does not parse: with one, the elements are written here.
+ */
+function exclusionHead(body: AstNode, method: string): string {
+  const elements = (Array.isArray(body['exclusions']) ? body['exclusions'] : []).map((x: unknown) => {
+    const items = listOf(x);
+    return Array.isArray(items)
+      ? { element: items[0] as unknown, operator: names(listOf(items[1])) }
+      : undefined;
+  });
+  if (elements.every((e) => e !== undefined && e.operator.length <= 1))
+    return deparseNode({ Constraint: { ...body, access_method: method } });
+  const written = elements.map((e) => {
+    if (e === undefined) throw new Error('an exclusion element is not an element and an operator');
+    const op = e.operator[e.operator.length - 1] ?? '';
+    const schemas = e.operator.slice(0, -1).map(quoteIdent);
+    return `${deparseNode(e.element)} WITH ${schemas.length === 0 ? op : `OPERATOR(${[...schemas, op].join('.')})`}`;
+  });
+  return `EXCLUDE USING ${method} (${written.join(', ')})`;
+}
+
+const listOf = (x: unknown): unknown => (isRecord(x) && isRecord(x['List']) ? x['List']['items'] : undefined);
 
 function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
   const pk = t.constraints.find((c) => c.kind === 'PrimaryKey');
