@@ -1831,7 +1831,7 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   const key = canonicalKey(
     {
       ...body,
-      exclusions: unqualifiedOperators(body['exclusions'], ds),
+      exclusions: unqualifiedOperators(body['exclusions']),
       access_method: method,
       where: where ?? null,
       deferrable,
@@ -1843,18 +1843,20 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
 }
 
 /**
- * The exclusion elements with an operator qualified by pg_catalog or the default schema written bare, as
- * pg_get_constraintdef prints an operator its search path finds: `OPERATOR(pg_catalog.&&)` and `&&` are one
- * constraint, and comparing them as written re-planned it forever.
+ * The exclusion elements with an operator qualified by pg_catalog written bare, as pg_get_constraintdef
+ * prints an operator its search path finds (pg_catalog is searched first): `OPERATOR(pg_catalog.&&)` and
+ * `&&` are one constraint, and comparing them as written re-planned it forever. Another schema's qualifier
+ * stays: whether the bare name would find that operator depends on what else the search path holds, and
+ * the needs check reads the key to look for the operator where the apply will.
  */
-function unqualifiedOperators(exclusions: unknown, ds: string): unknown {
+function unqualifiedOperators(exclusions: unknown): unknown {
   if (!Array.isArray(exclusions)) return exclusions;
   return exclusions.map((x: unknown) => {
     const items = listOf(x);
     const operator = Array.isArray(items) ? listOf(items[1]) : undefined;
     if (!Array.isArray(items) || !Array.isArray(operator) || operator.length !== 2) return x;
     const schema = names(operator)[0];
-    if (schema !== 'pg_catalog' && schema !== ds) return x;
+    if (schema !== 'pg_catalog') return x;
     return { List: { items: [items[0], { List: { items: operator.slice(1) } }] } };
   });
 }
