@@ -35,6 +35,7 @@ import { DEFAULT_SCHEMA, PERSISTENCE_OPTION, objectKey } from '../model.ts';
 import { type StatementText, renameAnnotations } from './pg-annotations.ts';
 import { ObjectDeclarationError, PgObjects, isPlainAggregate } from './pg-objects.ts';
 import { partitionKey, partitionOf } from './pg-partitions.ts';
+import { statementEndAfter } from './pg-statement-ends.ts';
 import { identityDeclaration } from './pg-identity.ts';
 import {
   alterStorageParameters,
@@ -254,10 +255,10 @@ const parseTree = (sql: string): ParseTree => parseSync(sql) as ParseTree;
 const PIECE_CHARS = 64 * 1024;
 
 /**
- * The text cut after a `;` that ends a line (the newline starts the next piece). Such a cut inside a literal, a quoted name, a block comment or
- * a dollar-quoted body leaves that token unterminated, and inside a statement (a BEGIN ATOMIC body, a rule's
- * action list) leaves the statement unfinished: either way the piece does not parse. After a line comment's
- * `;`, the piece's last statement does not end at the cut (endsAtItsCut). In every such case the text is
+ * The text cut after a `;` that ends a line outside any literal, quoted name, comment or dollar-quoted body
+ * (statementEndAfter; the newline starts the next piece). The cut is still checked by the parse: inside a
+ * statement (a BEGIN ATOMIC body, a rule's action list) it leaves the statement unfinished and the piece does
+ * not parse, or its last statement does not end at the cut (endsAtItsCut). In every such case the text is
  * parsed whole instead; so a piece that is used ends where a statement of the whole text ends, and its
  * statements are the whole text's.
  */
@@ -267,7 +268,7 @@ function piecesOf(sql: string): { text: string; byteOffset: number }[] {
   let from = 0;
   let byteOffset = 0;
   while (from < sql.length) {
-    const cut = sql.indexOf(';\n', from + PIECE_CHARS);
+    const cut = statementEndAfter(sql, from, from + PIECE_CHARS);
     // The newline starts the next piece, as it starts the next statement's text in the whole text.
     const to = cut < 0 || sql.length - (cut + 1) < PIECE_CHARS / 4 ? sql.length : cut + 1;
     const text = sql.slice(from, to);
