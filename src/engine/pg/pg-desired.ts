@@ -55,6 +55,7 @@ import {
   deparseNode,
   exprFromAst,
   isRecord,
+  listItems,
   names,
   quoteIdent,
   resolvedNameSql,
@@ -1853,9 +1854,9 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
 function unqualifiedOperators(exclusions: unknown): unknown {
   if (!Array.isArray(exclusions)) return exclusions;
   return exclusions.map((x: unknown) => {
-    const items = listOf(x);
-    const operator = Array.isArray(items) ? listOf(items[1]) : undefined;
-    if (!Array.isArray(items) || !Array.isArray(operator) || operator.length !== 2) return x;
+    const items = listItems(x);
+    const operator = listItems(items?.[1]);
+    if (items === undefined || operator?.length !== 2) return x;
     const schema = names(operator)[0];
     if (schema !== 'pg_catalog') return x;
     return { List: { items: [items[0], { List: { items: operator.slice(1) } }] } };
@@ -1868,10 +1869,8 @@ function unqualifiedOperators(exclusions: unknown): unknown {
  */
 function exclusionHead(body: AstNode, method: string): string {
   const elements = (Array.isArray(body['exclusions']) ? body['exclusions'] : []).map((x: unknown) => {
-    const items = listOf(x);
-    return Array.isArray(items)
-      ? { element: items[0] as unknown, operator: names(listOf(items[1])) }
-      : undefined;
+    const items = listItems(x);
+    return items === undefined ? undefined : { element: items[0], operator: names(listItems(items[1])) };
   });
   if (elements.every((e) => e !== undefined && e.operator.length <= 1))
     return deparseNode({ Constraint: { ...body, access_method: method } });
@@ -1883,8 +1882,6 @@ function exclusionHead(body: AstNode, method: string): string {
   });
   return `EXCLUDE USING ${method} (${written.join(', ')})`;
 }
-
-const listOf = (x: unknown): unknown => (isRecord(x) && isRecord(x['List']) ? x['List']['items'] : undefined);
 
 function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
   const pk = t.constraints.find((c) => c.kind === 'PrimaryKey');

@@ -14,6 +14,12 @@ export function isRecord(x: unknown): x is AstNode {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
+/** The items of a parse tree's list, `{List: {items}}` or a bare array; undefined for anything else. */
+export function listItems(node: unknown): unknown[] | undefined {
+  const items = isRecord(node) && isRecord(node['List']) ? node['List']['items'] : node;
+  return Array.isArray(items) ? items : undefined;
+}
+
 /** `{String: {sval}}` list → strings. */
 export function names(list: unknown): string[] {
   if (!Array.isArray(list)) return [];

@@ -19,7 +19,7 @@ import type {
   SchemaModel,
 } from '../model.ts';
 import { objectKey } from '../model.ts';
-import { quoteIdent } from './pg-normalize.ts';
+import { listItems, quoteIdent } from './pg-normalize.ts';
 import type { Session } from '../session.ts';
 
 type NeedKind =
@@ -178,15 +178,6 @@ function matviewIndex(o: DefinedObject): IndexNeeding {
       ...(typeof k?.collation === 'string' ? { collation: k.collation } : {}),
     })),
   };
-}
-
-/** The items of a parse tree's list: `{List: {items}}`, or a bare array. */
-function listItems(node: unknown): unknown[] | undefined {
-  const items =
-    typeof node === 'object' && node !== null && 'List' in node
-      ? (node.List as { items?: unknown } | undefined)?.items
-      : node;
-  return Array.isArray(items) ? items : undefined;
 }
 
 /** The `sval`s of a parse tree's name list, `[{String: {sval}}, ...]`. */
