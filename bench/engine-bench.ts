@@ -5,9 +5,10 @@
 // small change (one more column and index), drift (`ptah schema drift` against the loaded database, what
 // the operator runs at every interval). Beside them: the floor, i.e. the inspector's own catalog queries run
 // alone through psql, and `pg_dump --schema-only`; and migra (installed from PyPI into a virtualenv by this
-// benchmark), which compares two databases, given the same pairs. psqldef would be measured too, but the Go
-// module proxy does not serve github.com/sqldef/sqldef here (it answers 403 for every version), so it is
-// left out and said so.
+// benchmark), which compares two databases, given the same pairs; and psqldef (`--dry-run`, the same desired
+// files), when PTAH_BENCH_PSQLDEF names its binary. The Go module proxy does not serve
+// github.com/sqldef/sqldef here (403 for every version), so the bench cannot install it itself: build
+// psqldef from a checkout of sqldef (`go build ./cmd/psqldef`) and point the variable at it.
 //
 // Each command runs RUNS times, the tools in turn, and the median is reported: wall time, the process's
 // CPU (user + system), the server's CPU for it (what its backend used, read from the postmaster's reaped
@@ -19,6 +20,7 @@
 //   PTAH_BENCH_MIXED_SIZES=200,2000 ...              sizes of the mixed schema (functions, triggers, views
 //                                                    and partitions beside the tables; '' for none)
 //   PTAH_BENCH_RUNS=5 ...                            runs per command (default 3)
+//   PTAH_BENCH_PSQLDEF=/path/to/psqldef ...          measure psqldef side by side
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, loadavg, tmpdir } from 'node:os';
@@ -41,6 +43,7 @@ const MIXED_SIZES = (process.env['PTAH_BENCH_MIXED_SIZES'] ?? '200,2000')
 const REAL_SCHEMA = process.env['PTAH_BENCH_REAL'] ?? 'gisia';
 const WORK = join(tmpdir(), `ptah-engine-bench-${process.pid}`);
 const MIGRA_VENV = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'ptah-bench', 'migra');
+const PSQLDEF = process.env['PTAH_BENCH_PSQLDEF'];
 
 interface Sample {
   wall: number;
@@ -244,11 +247,32 @@ async function main(): Promise<void> {
         cmds.push(m('empty → N', empty, live), m('no-op', live, twin));
         if (s.changed !== undefined) cmds.push(m('small change', live, changed));
       }
+      if (PSQLDEF !== undefined) {
+        // psqldef takes the server as flags and the password from the environment, not a URL.
+        const at = new URL(server.adminUrl);
+        const d = (scenario: string, db: string, file: string): Cmd => ({
+          tool: 'psqldef',
+          scenario,
+          cmd: PSQLDEF,
+          args: ['-U', at.username, '-h', at.hostname, '-p', at.port, '--dry-run', '-f', file, db],
+          ok: [0],
+        });
+        cmds.push(d('empty → N', empty, desired), d('no-op', live, desired));
+        if (s.changed !== undefined) cmds.push(d('small change', live, desiredChanged));
+      }
+      const envOf = (c: Cmd): NodeJS.ProcessEnv =>
+        c.tool === 'psqldef'
+          ? {
+              ...process.env,
+              PGPASSWORD: decodeURIComponent(new URL(server.adminUrl).password),
+              PGSSLMODE: 'disable',
+            }
+          : process.env;
       // One warm-up of each (the page cache, the server's catalog caches), then RUNS rounds in turn.
-      for (const c of cmds) await runOnce(server.pid, c.cmd, c.args, c.ok);
+      for (const c of cmds) await runOnce(server.pid, c.cmd, c.args, c.ok, envOf(c));
       const samples = new Map<Cmd, Sample[]>(cmds.map((c) => [c, []]));
       for (let r = 0; r < RUNS; r++)
-        for (const c of cmds) samples.get(c)!.push(await runOnce(server.pid, c.cmd, c.args, c.ok));
+        for (const c of cmds) samples.get(c)!.push(await runOnce(server.pid, c.cmd, c.args, c.ok, envOf(c)));
       for (const c of cmds)
         rows.push({ schema: s.name, scenario: c.scenario, tool: c.tool, samples: samples.get(c)! });
       for (const db of [empty, live, twin, ...(s.changed !== undefined ? [changed] : [])])
@@ -308,9 +332,10 @@ function print(
   for (const row of table)
     console.log(row.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   if ('missing' in migraTool) console.log(`migra: not measured: ${migraTool.missing}`);
-  console.log(
-    'psqldef: not measured: the Go module proxy does not serve github.com/sqldef/sqldef (403 for every version)',
-  );
+  if (PSQLDEF === undefined)
+    console.log(
+      'psqldef: not measured: set PTAH_BENCH_PSQLDEF to a psqldef binary (the Go module proxy does not serve github.com/sqldef/sqldef, so the bench cannot install it)',
+    );
 }
 
 await main();
