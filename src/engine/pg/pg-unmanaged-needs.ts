@@ -3,10 +3,11 @@
  * or an exclusion constraint its access method and the operator classes its keys name, an exclusion
  * constraint its operators, a column its type (a range or base type, or one an extension brings), a column,
  * an index key or an exclusion element the collation it names when the desired state does not declare it,
- * a text search configuration its parser and dictionaries. Where the target database lacks it and the plan
- * does not create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the
- * object, what it needs and the fix. The plan's snapshot answers in one catalog query, made only when a
- * change has such a need.
+ * a text search configuration its parser and dictionaries, a default, generated column, check constraint,
+ * index expression or view the functions it calls. Where the target database lacks it and the plan does not
+ * create it, the CREATE fails on apply; the plan is refused when it is made instead, naming the object, what
+ * it needs and the fix. The plan's snapshot answers in one catalog query, made only when a change has such
+ * a need.
  */
 import type { Change, ChangeKind, TableRef } from '../changes.ts';
 import type {
@@ -14,6 +15,7 @@ import type {
   Constraint,
   DefinedObject,
   ExclusionConstraint,
+  Expr,
   Index,
   IndexKey,
   SchemaModel,
@@ -29,7 +31,8 @@ type NeedKind =
   | 'type'
   | 'collation'
   | 'text search dictionary'
-  | 'text search parser';
+  | 'text search parser'
+  | 'function';
 
 interface Need {
   readonly kind: NeedKind;
@@ -105,8 +108,42 @@ function columnNeeds(
             },
           ]),
       ...collationNeed(c.collation, ds, by, category),
+      ...functionNeeds([c.default, c.generated], by, category),
     ];
   });
+}
+
+/**
+ * The functions an expression calls, from its comparison key: each `FuncCall`'s name, which the key holds
+ * lower-cased and without a pg_catalog or default-schema qualifier (canon in pg-normalize.ts). An unqualified
+ * one is looked for on the role's whole search path (the schema `''`), as PostgreSQL does. Only the name is
+ * checked, and its schema's and its own without regard to case (the key lost it): a call whose arguments no function of that name
+ * takes still fails on apply, but nothing that exists is ever refused.
+ */
+function functionNeeds(exprs: readonly (Expr | undefined)[], by: string, category: Need['category']): Need[] {
+  const out: Need[] = [];
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const x of node) visit(x);
+      return;
+    }
+    if (typeof node !== 'object' || node === null) return;
+    const call = (node as { FuncCall?: { funcname?: unknown } }).FuncCall;
+    const name = call?.funcname;
+    if (Array.isArray(name) && name.length > 0 && name.every((x) => typeof x === 'string')) {
+      const parts = name as string[];
+      out.push({
+        kind: 'function',
+        schemas: [parts.length >= 2 ? (parts[parts.length - 2] ?? '') : ''],
+        name: parts[parts.length - 1] ?? '',
+        by,
+        ...(category !== undefined ? { category } : {}),
+      });
+    }
+    for (const v of Object.values(node)) visit(v);
+  };
+  for (const e of exprs) if (e !== undefined) visit(JSON.parse(e.key));
+  return out;
 }
 
 /** An index key or an exclusion element: its operator class and collation as the SQL names them. */
@@ -140,9 +177,17 @@ type IndexNeeding = Pick<Index, 'name' | 'method'> & {
   readonly keys: readonly (KeyNames & Pick<IndexKey, 'column' | 'expression'>)[];
 };
 
-function indexNeeds(index: IndexNeeding, on: TableRef, category: Need['category'], ds: string): Need[] {
+function indexNeeds(
+  index: IndexNeeding & { readonly where?: Expr },
+  on: TableRef,
+  category: Need['category'],
+  ds: string,
+): Need[] {
   const by = `index ${index.name ?? `(${index.keys.map((k) => k.column ?? k.expression?.text ?? '').join(', ')})`} on ${tableLabel(on)}`;
-  return methodAndKeyNeeds(index.method, index.keys, by, category, ds);
+  return [
+    ...methodAndKeyNeeds(index.method, index.keys, by, category, ds),
+    ...functionNeeds([...index.keys.map((k) => k.expression), index.where], by, category),
+  ];
 }
 
 /**
@@ -253,7 +298,17 @@ function constraintsNeeds(
   category: Need['category'],
   ds: string,
 ): Need[] {
-  return constraints.flatMap((c) => (c.kind === 'Exclusion' ? exclusionNeeds(c, table, category, ds) : []));
+  return constraints.flatMap((c) =>
+    c.kind === 'Exclusion'
+      ? exclusionNeeds(c, table, category, ds)
+      : c.kind === 'Check'
+        ? functionNeeds(
+            [c.expression],
+            `check constraint ${c.name ?? c.expression.text} on ${tableLabel(table)}`,
+            category,
+          )
+        : [],
+  );
 }
 
 function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>, ds: string): Need[] {
@@ -307,7 +362,8 @@ const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[
   RenameColumn: none,
   SetNotNull: none,
   DropNotNull: none,
-  SetDefault: none,
+  SetDefault: (c) =>
+    functionNeeds([c.column.default], `column ${tableLabel(c.table)}.${c.column.name}`, 'columns_modified'),
   DropDefault: none,
   AddIdentity: none,
   SetIdentity: none,
@@ -316,7 +372,7 @@ const NEEDS: { readonly [K in ChangeKind]: (c: ChangeOf<K>, ds: string) => Need[
   DropConstraint: none,
   ValidateConstraint: none,
   DropIndex: none,
-  CreateView: none,
+  CreateView: (c) => functionNeeds([c.view.definition], `view ${c.view.schema}.${c.view.name}`, undefined),
   DropView: none,
   DropObject: none,
   SetComment: none,
@@ -355,14 +411,23 @@ async function present(session: Session, names: readonly string[]): Promise<Set<
          FROM pg_ts_dict d JOIN pg_namespace n ON n.oid = d.dictnamespace WHERE d.dictname = ANY($1)
        UNION ALL
        SELECT 'text search parser', n.nspname, p.prsname, ''
-         FROM pg_ts_parser p JOIN pg_namespace n ON n.oid = p.prsnamespace WHERE p.prsname = ANY($1)`,
+         FROM pg_ts_parser p JOIN pg_namespace n ON n.oid = p.prsnamespace WHERE p.prsname = ANY($1)
+       UNION ALL
+       SELECT 'function', lower(n.nspname), lower(p.proname), (n.nspname = ANY(current_schemas(true)))::text
+         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE lower(p.proname) = ANY($1)`,
       [[...names]],
     )
   ).rows;
   return new Set(
-    rows.map((r) =>
-      JSON.stringify([String(r['kind']), String(r['schema']), String(r['name']), String(r['method'])]),
-    ),
+    rows.flatMap((r) => {
+      const [kind, schema, name] = [String(r['kind']), String(r['schema']), String(r['name'])];
+      // A function is found by its schema, and (as the schema '') when that schema is on the search path.
+      if (kind === 'function')
+        return r['method'] === 'true'
+          ? [keyOf(kind, schema, name), keyOf(kind, '', name)]
+          : [keyOf(kind, schema, name)];
+      return [keyOf(kind as NeedKind, schema, name, String(r['method']))];
+    }),
   );
 }
 
@@ -380,13 +445,25 @@ export async function refuseUnmanagedNeedsMissing(
   // What this plan creates before what needs it: types (enums, domains, composite types, a table's or a
   // view's row type).
   const created = new Set<string>();
+  // Functions by lower-cased schema and name, and (as schema '') in any schema: a function need has lost its
+  // case.
+  const createdFunctions = new Set<string>();
   for (const c of changes) {
     if (c.kind === 'CreateEnum') created.add(objectKey(c.type.schema, c.type.name));
     if (c.kind === 'CreateObject') created.add(c.object.ref);
     if (c.kind === 'CreateTable') created.add(objectKey(c.table.schema, c.table.name));
     if (c.kind === 'CreateView') created.add(objectKey(c.view.schema, c.view.name));
+    if (c.kind === 'CreateObject' && ['function', 'procedure', 'aggregate'].includes(c.object.objectType)) {
+      const [schema = '', name = ''] = JSON.parse(c.object.ref) as string[];
+      createdFunctions.add(objectKey(schema.toLowerCase(), name.toLowerCase()));
+      createdFunctions.add(objectKey('', name.toLowerCase()));
+    }
   }
-  const open = needs.filter((n) => !n.schemas.some((s) => created.has(objectKey(s, n.name))));
+  const open = needs.filter((n) =>
+    n.kind === 'function'
+      ? !n.schemas.some((s) => createdFunctions.has(objectKey(s, n.name)))
+      : !n.schemas.some((s) => created.has(objectKey(s, n.name))),
+  );
   if (open.length === 0) return [];
   const held = await present(session, [...new Set(open.map((n) => n.name))]);
   const has = (n: Need, kind: NeedKind) =>
@@ -417,7 +494,9 @@ export async function refuseUnmanagedNeedsMissing(
       reason:
         declaredAs !== undefined
           ? `${message}: the desired state declares it, but Ptah leaves ${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} alone (never creates it); create it first (a migration, or by hand), then plan again`
-          : `${message}: nothing in the desired state declares it; declare the extension that brings it (CREATE EXTENSION ...), or create it first (a migration), then plan again`,
+          : n.kind === 'function'
+            ? `${message}: nothing in the desired state declares it, and none of that name is on the role's search path; declare it (CREATE FUNCTION ...) or the extension that brings it, or qualify the call with its schema, then plan again`
+            : `${message}: nothing in the desired state declares it; declare the extension that brings it (CREATE EXTENSION ...), or create it first (a migration), then plan again`,
       ...(n.category !== undefined ? { category: n.category } : {}),
     });
   }
