@@ -412,8 +412,6 @@ export class DesiredStateBuilder {
   private readonly unmanagedRelations = new Set<string>();
   /** Named indexes on those relations, so a comment on one is recognised as part of it. */
   private readonly indexesOfUnmanaged = new Set<string>();
-  /** indexHolders' map: tables by the key of an index or key constraint they hold. */
-  private indexHolderMap: Map<string, TableDraft[]> | undefined;
   /** Every problem found so far: a run reports them all, not the first. */
   private readonly problems: string[] = [];
 
@@ -1226,42 +1224,15 @@ export class DesiredStateBuilder {
   /** A partition's index (or key) attached to its parent's: PostgreSQL's, dropped from the partition. */
   private inheritedIndex(schema: string, name: string): void {
     if (this.indexesOfUnmanaged.has(objectKey(schema, name))) return;
-    for (const t of this.indexHolders(schema, name)) {
+    for (const t of this.tables.values()) {
+      if (t.schema !== schema) continue;
       const i = t.indexes.findIndex((x) => x.name === name);
       if (i >= 0) t.indexes.splice(i, 1);
-      const c = t.constraints.findIndex((x) => x.name === name && isKeyConstraint(x));
+      const c = t.constraints.findIndex(
+        (x) => x.name === name && (x.kind === 'PrimaryKey' || x.kind === 'Unique'),
+      );
       if (c >= 0) t.constraints.splice(c, 1);
     }
-  }
-
-  /**
-   * The tables in `schema` holding an index, or a primary-key or unique constraint, named `name` (one in a
-   * valid state: the name is a relation's). pg_dump attaches every partition's index by name, so scanning
-   * every table each time was quadratic in a partitioned schema; the tables are found through a map built
-   * once, checked on each use and built again when it is stale (an index added or removed since).
-   */
-  private indexHolders(schema: string, name: string): TableDraft[] {
-    const holds = (t: TableDraft) =>
-      this.tables.get(objectKey(t.schema, t.name)) === t &&
-      (t.indexes.some((x) => x.name === name) ||
-        t.constraints.some((x) => x.name === name && isKeyConstraint(x)));
-    const key = objectKey(schema, name);
-    const known = this.indexHolderMap?.get(key);
-    if (known !== undefined && known.every(holds)) return known;
-    const map = new Map<string, TableDraft[]>();
-    const add = (t: TableDraft, index: string | undefined) => {
-      if (index === undefined) return;
-      const k = objectKey(t.schema, index);
-      const list = map.get(k);
-      if (list === undefined) map.set(k, [t]);
-      else if (!list.includes(t)) list.push(t);
-    };
-    for (const t of this.tables.values()) {
-      for (const i of t.indexes) add(t, i.name);
-      for (const c of t.constraints) if (isKeyConstraint(c)) add(t, c.name);
-    }
-    this.indexHolderMap = map;
-    return map.get(key) ?? [];
   }
 
   private comment(s: ParsedStatement): void {
@@ -1370,7 +1341,8 @@ export class DesiredStateBuilder {
         const q = qual(list);
         if (this.indexesOfUnmanaged.has(objectKey(q.schema, q.name))) return;
         if (this.objects.commentMatviewIndex(q.schema, q.name, text)) return;
-        for (const t of this.indexHolders(q.schema, q.name)) {
+        for (const t of this.tables.values()) {
+          if (t.schema !== q.schema) continue;
           const i = t.indexes.findIndex((x) => x.name === q.name);
           if (i >= 0) {
             const { comment: _old, ...rest } = t.indexes[i] as Index;
@@ -1834,11 +1806,6 @@ function statementLabel(s: ParsedStatement): string {
  * An exclusion constraint's clause, rendered and keyed. The deparser drops WITH (...) and DEFERRABLE from
  * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
  */
-/** A primary-key or unique constraint: PostgreSQL names its index after it. */
-function isKeyConstraint(c: Constraint): boolean {
-  return c.kind === 'PrimaryKey' || c.kind === 'Unique';
-}
-
 function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   if (storageParameters(c['options'], false, what).length > 0)
     throw new DesiredStateError(
