@@ -1224,15 +1224,14 @@ export class DesiredStateBuilder {
   /** A partition's index (or key) attached to its parent's: PostgreSQL's, dropped from the partition. */
   private inheritedIndex(schema: string, name: string): void {
     if (this.indexesOfUnmanaged.has(objectKey(schema, name))) return;
-    for (const t of this.tables.values()) {
-      if (t.schema !== schema) continue;
-      const i = t.indexes.findIndex((x) => x.name === name);
-      if (i >= 0) t.indexes.splice(i, 1);
-      const c = t.constraints.findIndex(
-        (x) => x.name === name && (x.kind === 'PrimaryKey' || x.kind === 'Unique'),
-      );
-      if (c >= 0) t.constraints.splice(c, 1);
-    }
+    // The index is a partition's, and pg_dump attaches each partition before its indexes: the partitions are
+    // searched first, every table only when none holds it. Searching every table for each of a partitioned
+    // schema's attached indexes was quadratic (45 ms of the 2,000-table mixed no-op plan).
+    let found = false;
+    for (const t of this.tables.values())
+      if (t.partitionOf !== undefined && t.schema === schema) found = withoutIndex(t, name) || found;
+    if (found) return;
+    for (const t of this.tables.values()) if (t.schema === schema) withoutIndex(t, name);
   }
 
   private comment(s: ParsedStatement): void {
@@ -1806,6 +1805,17 @@ function statementLabel(s: ParsedStatement): string {
  * An exclusion constraint's clause, rendered and keyed. The deparser drops WITH (...) and DEFERRABLE from
  * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
  */
+/** Drops the index, or the primary-key or unique constraint, named `name` from the table; whether it held one. */
+function withoutIndex(t: TableDraft, name: string): boolean {
+  const i = t.indexes.findIndex((x) => x.name === name);
+  if (i >= 0) t.indexes.splice(i, 1);
+  const c = t.constraints.findIndex(
+    (x) => x.name === name && (x.kind === 'PrimaryKey' || x.kind === 'Unique'),
+  );
+  if (c >= 0) t.constraints.splice(c, 1);
+  return i >= 0 || c >= 0;
+}
+
 function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   if (storageParameters(c['options'], false, what).length > 0)
     throw new DesiredStateError(
