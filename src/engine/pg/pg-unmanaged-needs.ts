@@ -116,9 +116,11 @@ function columnNeeds(
 /**
  * The functions an expression calls, from its comparison key: each `FuncCall`'s name, which the key holds
  * lower-cased and without a pg_catalog or default-schema qualifier (canon in pg-normalize.ts). An unqualified
- * one is looked for on the role's whole search path (the schema `''`), as PostgreSQL does. Only the name is
- * checked, and its schema's and its own without regard to case (the key lost it): a call whose arguments no function of that name
- * takes still fails on apply, but nothing that exists is ever refused.
+ * one is looked for in every schema of the role's search path (the schema `''`), pg_catalog and the default
+ * schema among them: more than the apply's narrowed path, so the check never refuses a call that could
+ * resolve. Only the name is checked, its schema's and its own without regard to case (the key lost it): a
+ * call whose arguments no function of that name takes still fails on apply, but nothing that exists is ever
+ * refused.
  */
 function functionNeeds(exprs: readonly (Expr | undefined)[], by: string, category: Need['category']): Need[] {
   const out: Need[] = [];
