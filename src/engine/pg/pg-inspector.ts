@@ -570,13 +570,16 @@ export async function countData(session: Session, targets: readonly DropTarget[]
 }
 
 /**
- * The catalog prints an index key's operator class only when it is not the default for the key's type, so
- * a declared default one (`(name text_ops)`) is dropped from the desired model: one query, and only when
- * some key names an operator class.
+ * The catalog prints an index key's or an exclusion element's operator class only when it is not the
+ * default for the key's type, so a declared default one (`(name text_ops)`, `EXCLUDE USING gist (during
+ * range_ops WITH &&)`) is dropped from the desired model: one query, and only when some key names an
+ * operator class.
  */
 export async function resolveDefaultOpclasses(session: Session, desired: SchemaModel): Promise<SchemaModel> {
-  const named = desired.tables.some((t) =>
-    t.indexes.some((i) => i.keys.some((k) => k.opclass !== undefined)),
+  const named = desired.tables.some(
+    (t) =>
+      t.indexes.some((i) => i.keys.some((k) => k.opclass !== undefined)) ||
+      t.constraints.some((c) => c.kind === 'Exclusion' && exclusionNamesOpclass(c.definition.key)),
   );
   if (!named) return desired;
   const rows = (
@@ -604,8 +607,60 @@ export async function resolveDefaultOpclasses(session: Session, desired: SchemaM
         return rest;
       }),
     })),
+    constraints: t.constraints.map((c) =>
+      c.kind === 'Exclusion' && exclusionNamesOpclass(c.definition.key)
+        ? {
+            ...c,
+            definition: {
+              ...c.definition,
+              key: withoutDefaultExclusionOpclasses(c.definition.key, (method, opclass) =>
+                defaults.has(JSON.stringify([method, opclass])),
+              ),
+            },
+          }
+        : c,
+    ),
   }));
   return { ...desired, tables };
+}
+
+/** An exclusion constraint's comparison key: its canonical parse tree (exclusionDefinition, pg-desired.ts). */
+interface ExclusionTree {
+  access_method?: unknown;
+  exclusions?: { List?: { items?: [{ IndexElem?: { opclass?: unknown } }, unknown] } }[];
+}
+
+/** An IndexElem's operator class as the model holds an index key's: `"name"` or `"schema"."name"`. */
+function opclassSql(opclass: unknown): string | undefined {
+  if (!Array.isArray(opclass)) return undefined;
+  const parts = opclass.map((x: unknown) =>
+    typeof x === 'object' && x !== null && 'String' in x ? (x.String as { sval?: unknown }).sval : undefined,
+  );
+  return parts.every((p): p is string => typeof p === 'string') ? parts.map(quoteIdent).join('.') : undefined;
+}
+
+function exclusionNamesOpclass(key: string): boolean {
+  const tree = JSON.parse(key) as ExclusionTree;
+  return (tree.exclusions ?? []).some((x) => x.List?.items?.[0]?.IndexElem?.opclass !== undefined);
+}
+
+/**
+ * The key with each element's default operator class dropped. The key is already canonical, so removing a
+ * member of it gives what canonicalising the clause without that operator class gives. The rendered text
+ * keeps what was written: the same constraint either way.
+ */
+function withoutDefaultExclusionOpclasses(
+  key: string,
+  isDefault: (method: string, opclass: string) => boolean,
+): string {
+  const tree = JSON.parse(key) as ExclusionTree;
+  const method = typeof tree.access_method === 'string' ? tree.access_method : 'btree';
+  for (const x of tree.exclusions ?? []) {
+    const elem = x.List?.items?.[0]?.IndexElem;
+    const opclass = opclassSql(elem?.opclass);
+    if (elem !== undefined && opclass !== undefined && isDefault(method, opclass)) delete elem.opclass;
+  }
+  return JSON.stringify(tree);
 }
 
 /** Reads declared row sets, one query per managed table; values come back as text. */
