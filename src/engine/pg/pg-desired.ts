@@ -1801,10 +1801,6 @@ function statementLabel(s: ParsedStatement): string {
  * or plain unique index whose columns are all NOT NULL, which identifies a row just as well (Rails'
  * schema_migrations has only a unique index on version).
  */
-/**
- * An exclusion constraint's clause, rendered and keyed. The deparser drops WITH (...) and DEFERRABLE from
- * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
- */
 /** Drops the index, or the primary-key or unique constraint, named `name` from the table; whether it held one. */
 function withoutIndex(t: TableDraft, name: string): boolean {
   const i = t.indexes.findIndex((x) => x.name === name);
@@ -1816,6 +1812,10 @@ function withoutIndex(t: TableDraft, name: string): boolean {
   return i >= 0 || c >= 0;
 }
 
+/**
+ * An exclusion constraint's clause, rendered and keyed. The deparser drops WITH (...) and DEFERRABLE from
+ * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
+ */
 function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   if (storageParameters(c['options'], false, what).length > 0)
     throw new DesiredStateError(
