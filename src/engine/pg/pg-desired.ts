@@ -1796,11 +1796,6 @@ function statementLabel(s: ParsedStatement): string {
   return words;
 }
 
-/**
- * The columns reference rows are keyed by: the primary key, or else the first (by name) unique constraint
- * or plain unique index whose columns are all NOT NULL, which identifies a row just as well (Rails'
- * schema_migrations has only a unique index on version).
- */
 /** Drops the index, or the primary-key or unique constraint, named `name` from the table; whether it held one. */
 function withoutIndex(t: TableDraft, name: string): boolean {
   const i = t.indexes.findIndex((x) => x.name === name);
@@ -1893,6 +1888,11 @@ function exclusionHead(body: AstNode, method: string): string {
   return `EXCLUDE USING ${method} (${written.join(', ')})`;
 }
 
+/**
+ * The columns reference rows are keyed by: the primary key, or else the first (by name) unique constraint
+ * or plain unique index whose columns are all NOT NULL, which identifies a row just as well (Rails'
+ * schema_migrations has only a unique index on version).
+ */
 function rowKey(t: TableDraft): { columns: readonly string[] } | undefined {
   const pk = t.constraints.find((c) => c.kind === 'PrimaryKey');
   if (pk) return pk;
