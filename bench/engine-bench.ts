@@ -190,7 +190,14 @@ async function main(): Promise<void> {
       const desiredChanged = join(WORK, `${id}-changed.sql`);
       if (s.changed !== undefined) writeFileSync(desiredChanged, s.changed);
 
-      type Cmd = { tool: string; scenario: string; cmd: string; args: string[]; ok: number[] };
+      type Cmd = {
+        tool: string;
+        scenario: string;
+        cmd: string;
+        args: string[];
+        ok: number[];
+        env?: NodeJS.ProcessEnv;
+      };
       const ptahCmd = (scenario: string, sub: string, db: string, file: string, ok: number[]): Cmd => ({
         tool: 'ptah',
         scenario,
@@ -250,29 +257,23 @@ async function main(): Promise<void> {
       if (PSQLDEF !== undefined) {
         // psqldef takes the server as flags and the password from the environment, not a URL.
         const at = new URL(server.adminUrl);
+        const env = { ...process.env, PGPASSWORD: decodeURIComponent(at.password), PGSSLMODE: 'disable' };
         const d = (scenario: string, db: string, file: string): Cmd => ({
           tool: 'psqldef',
           scenario,
           cmd: PSQLDEF,
           args: ['-U', at.username, '-h', at.hostname, '-p', at.port, '--dry-run', '-f', file, db],
           ok: [0],
+          env,
         });
         cmds.push(d('empty → N', empty, desired), d('no-op', live, desired));
         if (s.changed !== undefined) cmds.push(d('small change', live, desiredChanged));
       }
-      const envOf = (c: Cmd): NodeJS.ProcessEnv =>
-        c.tool === 'psqldef'
-          ? {
-              ...process.env,
-              PGPASSWORD: decodeURIComponent(new URL(server.adminUrl).password),
-              PGSSLMODE: 'disable',
-            }
-          : process.env;
       // One warm-up of each (the page cache, the server's catalog caches), then RUNS rounds in turn.
-      for (const c of cmds) await runOnce(server.pid, c.cmd, c.args, c.ok, envOf(c));
+      for (const c of cmds) await runOnce(server.pid, c.cmd, c.args, c.ok, c.env);
       const samples = new Map<Cmd, Sample[]>(cmds.map((c) => [c, []]));
       for (let r = 0; r < RUNS; r++)
-        for (const c of cmds) samples.get(c)!.push(await runOnce(server.pid, c.cmd, c.args, c.ok, envOf(c)));
+        for (const c of cmds) samples.get(c)!.push(await runOnce(server.pid, c.cmd, c.args, c.ok, c.env));
       for (const c of cmds)
         rows.push({ schema: s.name, scenario: c.scenario, tool: c.tool, samples: samples.get(c)! });
       for (const db of [empty, live, twin, ...(s.changed !== undefined ? [changed] : [])])

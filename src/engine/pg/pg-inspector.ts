@@ -15,7 +15,7 @@ import {
   parseByPieces,
   parseWhole,
 } from './pg-catalog-statements.ts';
-import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+import { nameList, quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
 import { PLAIN_AGGREGATE, Q_OBJECTS, UNMANAGED_LABEL } from './pg-objects-catalog.ts';
 import { functionObjectName } from './pg-objects.ts';
 import { withCatalogBoundValues } from './pg-partitions.ts';
@@ -607,19 +607,13 @@ export async function resolveDefaultOpclasses(session: Session, desired: SchemaM
         return rest;
       }),
     })),
-    constraints: t.constraints.map((c) =>
-      c.kind === 'Exclusion' && exclusionNamesOpclass(c.definition.key)
-        ? {
-            ...c,
-            definition: {
-              ...c.definition,
-              key: withoutDefaultExclusionOpclasses(c.definition.key, (method, opclass) =>
-                defaults.has(JSON.stringify([method, opclass])),
-              ),
-            },
-          }
-        : c,
-    ),
+    constraints: t.constraints.map((c) => {
+      if (c.kind !== 'Exclusion') return c;
+      const key = withoutDefaultExclusionOpclasses(c.definition.key, (method, opclass) =>
+        defaults.has(JSON.stringify([method, opclass])),
+      );
+      return key === c.definition.key ? c : { ...c, definition: { ...c.definition, key } };
+    }),
   }));
   return { ...desired, tables };
 }
@@ -630,24 +624,15 @@ interface ExclusionTree {
   exclusions?: { List?: { items?: [{ IndexElem?: { opclass?: unknown } }, unknown] } }[];
 }
 
-/** An IndexElem's operator class as the model holds an index key's: `"name"` or `"schema"."name"`. */
-function opclassSql(opclass: unknown): string | undefined {
-  if (!Array.isArray(opclass)) return undefined;
-  const parts = opclass.map((x: unknown) =>
-    typeof x === 'object' && x !== null && 'String' in x ? (x.String as { sval?: unknown }).sval : undefined,
-  );
-  return parts.every((p): p is string => typeof p === 'string') ? parts.map(quoteIdent).join('.') : undefined;
-}
-
 function exclusionNamesOpclass(key: string): boolean {
   const tree = JSON.parse(key) as ExclusionTree;
   return (tree.exclusions ?? []).some((x) => x.List?.items?.[0]?.IndexElem?.opclass !== undefined);
 }
 
 /**
- * The key with each element's default operator class dropped. The key is already canonical, so removing a
- * member of it gives what canonicalising the clause without that operator class gives. The rendered text
- * keeps what was written: the same constraint either way.
+ * The key with each element's default operator class dropped, or the very key when none is. The key is
+ * already canonical, so removing a member of it gives what canonicalising the clause without that operator
+ * class gives. The rendered text keeps what was written: the same constraint either way.
  */
 function withoutDefaultExclusionOpclasses(
   key: string,
@@ -655,12 +640,17 @@ function withoutDefaultExclusionOpclasses(
 ): string {
   const tree = JSON.parse(key) as ExclusionTree;
   const method = typeof tree.access_method === 'string' ? tree.access_method : 'btree';
+  let dropped = false;
   for (const x of tree.exclusions ?? []) {
     const elem = x.List?.items?.[0]?.IndexElem;
-    const opclass = opclassSql(elem?.opclass);
-    if (elem !== undefined && opclass !== undefined && isDefault(method, opclass)) delete elem.opclass;
+    // As the model holds an index key's operator class: `"name"` or `"schema"."name"`.
+    const opclass = nameList(elem?.opclass)?.map(quoteIdent).join('.');
+    if (elem !== undefined && opclass !== undefined && isDefault(method, opclass)) {
+      delete elem.opclass;
+      dropped = true;
+    }
   }
-  return JSON.stringify(tree);
+  return dropped ? JSON.stringify(tree) : key;
 }
 
 /** Reads declared row sets, one query per managed table; values come back as text. */

@@ -20,6 +20,17 @@ export function listItems(node: unknown): unknown[] | undefined {
   return Array.isArray(items) ? items : undefined;
 }
 
+/**
+ * The `sval`s of a parse tree's name list, `[{String: {sval}}, ...]` or `{List: {items}}`; undefined when
+ * any item is not a name (unlike `names`, which reads such an item as '').
+ */
+export function nameList(node: unknown): string[] | undefined {
+  const out = listItems(node)?.map((i) =>
+    isRecord(i) && isRecord(i['String']) ? i['String']['sval'] : undefined,
+  );
+  return out?.every((x): x is string => typeof x === 'string') === true ? out : undefined;
+}
+
 /** `{String: {sval}}` list → strings. */
 export function names(list: unknown): string[] {
   if (!Array.isArray(list)) return [];

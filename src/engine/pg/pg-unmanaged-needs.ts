@@ -21,7 +21,7 @@ import type {
   SchemaModel,
 } from '../model.ts';
 import { objectKey } from '../model.ts';
-import { listItems, quoteIdent } from './pg-normalize.ts';
+import { listItems, nameList, quoteIdent } from './pg-normalize.ts';
 import type { Session } from '../session.ts';
 
 type NeedKind =
@@ -225,16 +225,6 @@ function matviewIndex(o: DefinedObject): IndexNeeding {
       ...(typeof k?.collation === 'string' ? { collation: k.collation } : {}),
     })),
   };
-}
-
-/** The `sval`s of a parse tree's name list, `[{String: {sval}}, ...]`. */
-function nameList(node: unknown): string[] | undefined {
-  const out = listItems(node)?.map((i: unknown) =>
-    typeof i === 'object' && i !== null && 'String' in i
-      ? (i.String as { sval?: unknown } | undefined)?.sval
-      : undefined,
-  );
-  return out?.every((x): x is string => typeof x === 'string') === true ? out : undefined;
 }
 
 /**
