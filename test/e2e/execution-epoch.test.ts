@@ -6,11 +6,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import * as k8s from '@kubernetes/client-node';
 import { CONTROLLER_STATE_VERSION } from '../../src/api/meta.ts';
 import { EXECUTION_EPOCH_PATTERN, type PtahSchema } from '../../src/api/ptah-schema.ts';
 import {
-  at,
   createApproval,
   declareSchema,
   dumpDebug,
@@ -21,6 +19,7 @@ import {
   statementsIn,
   useE2E,
   type E2E,
+  writeStatusAsManager,
 } from './harness.ts';
 
 const RELEASE_A = { PTAH_MANAGER_REVISION: 'release-a' };
@@ -136,16 +135,8 @@ describe('execution binding epochs across manager releases', { skip }, () => {
     const before = await getSchema(e, 'epochs');
     const recorded = before.status!.executionBinding!;
     // State a newer release wrote: only the manager's ServiceAccount may write status (the status guard).
-    const asManager = new k8s.KubeConfig();
-    asManager.loadFromFile(e.env.controlPlane.kubeconfigs.manager);
-    const writeStatus = async (status: PtahSchema['status']) => {
-      const current = await getSchema(e, 'epochs');
-      await asManager.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObjectStatus({
-        ...at(e, 'ptahschemas'),
-        name: 'epochs',
-        body: { ...current, status },
-      });
-    };
+    const writeStatus = (status: PtahSchema['status']) =>
+      writeStatusAsManager<PtahSchema>(e, 'ptahschemas', 'epochs', () => status);
     await e.manager?.stop(5_000);
     const newer = CONTROLLER_STATE_VERSION + 1;
     await writeStatus({

@@ -349,6 +349,33 @@ export async function getMigration(e2e: E2E, name: string): Promise<PtahMigratio
   })) as PtahMigration;
 }
 
+/**
+ * Writes a resource's status as the manager's ServiceAccount would (the status guard admits no one else),
+ * from the object as it is now. A running manager may write status between the read and the write; the
+ * API server then answers 409 and the write is retried on the fresh object, as any status writer must.
+ */
+export async function writeStatusAsManager<T extends PtahSchema | PtahMigration>(
+  e2e: E2E,
+  plural: 'ptahschemas' | 'ptahmigrations',
+  name: string,
+  status: (current: T) => T['status'],
+): Promise<void> {
+  const asManager = kubeconfig(e2e.env.controlPlane.kubeconfigs.manager).makeApiClient(k8s.CustomObjectsApi);
+  for (let attempt = 1; ; attempt++) {
+    const current = (await e2e.objects.getNamespacedCustomObject({ ...at(e2e, plural), name })) as T;
+    try {
+      await asManager.replaceNamespacedCustomObjectStatus({
+        ...at(e2e, plural),
+        name,
+        body: { ...current, status: status(current) },
+      });
+      return;
+    } catch (error) {
+      if ((error as { code?: number }).code !== 409 || attempt === 5) throw error;
+    }
+  }
+}
+
 /** Waits until the PtahMigration satisfies `ok`; a timeout says what its status was. */
 export async function migrationWhen(
   e2e: E2E,

@@ -27,6 +27,7 @@ import {
   migrationWhen,
   useE2E,
   withSum,
+  writeStatusAsManager,
 } from './harness.ts';
 
 const { skip, e2e } = useE2E(async () => ({}), { mariadb: true });
@@ -496,14 +497,7 @@ for (const engine of ENGINES) {
 
       // A restore that drops status but keeps the annotation brings the run back. The status guard admits
       // a status write from the manager's ServiceAccount alone, so the dropped status is written with it.
-      const current = await getMigration(t, name);
-      const asManager = new k8s.KubeConfig();
-      asManager.loadFromFile(t.env.controlPlane.kubeconfigs.manager);
-      await asManager.makeApiClient(k8s.CustomObjectsApi).replaceNamespacedCustomObjectStatus({
-        ...at(t, 'ptahmigrations'),
-        name,
-        body: { ...current, status: {} },
-      });
+      await writeStatusAsManager<PtahMigration>(t, 'ptahmigrations', name, () => ({}));
       const restored = await migrationWhen(
         t,
         name,
