@@ -1812,6 +1812,7 @@ function withoutIndex(t: TableDraft, name: string): boolean {
  * it, so those are spelt here; its index storage parameters are refused (not held), as a tablespace is.
  */
 function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
+  refuseUnmanagedConstraintClauses(c, what);
   if (storageParameters(c['options'], false, what).length > 0)
     throw new DesiredStateError(
       `${what}: WITH (...) on an exclusion constraint is not supported; remove it, or manage the constraint with a migration`,
@@ -1838,7 +1839,7 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
   const key = canonicalKey(
     {
       ...body,
-      exclusions: unqualifiedOperators(body['exclusions']),
+      exclusions: unqualifiedOperators(body['exclusions'], ds),
       access_method: method,
       where: where ?? null,
       deferrable,
@@ -1850,20 +1851,21 @@ function exclusionDefinition(c: AstNode, ds: string, what: string): Expr {
 }
 
 /**
- * The exclusion elements with an operator qualified by pg_catalog written bare, as pg_get_constraintdef
- * prints an operator its search path finds (pg_catalog is searched first): `OPERATOR(pg_catalog.&&)` and
- * `&&` are one constraint, and comparing them as written re-planned it forever. Another schema's qualifier
- * stays: whether the bare name would find that operator depends on what else the search path holds, and
- * the needs check reads the key to look for the operator where the apply will.
+ * The exclusion elements with an operator qualified by pg_catalog or by the default schema written bare, as
+ * pg_get_constraintdef prints an operator the inspection's search path finds (pg_catalog, then the default
+ * schema): `OPERATOR(pg_catalog.&&)` and `&&`, or pg_dump's `OPERATOR(public.=)` on a citext column and
+ * `=`, are one constraint, and comparing them as written re-planned it forever. Another schema's qualifier
+ * stays, as the catalog prints it. The needs check reads the operators from the rendered text, which keeps
+ * every qualifier, to look for each where the apply will.
  */
-function unqualifiedOperators(exclusions: unknown): unknown {
+function unqualifiedOperators(exclusions: unknown, ds: string): unknown {
   if (!Array.isArray(exclusions)) return exclusions;
   return exclusions.map((x: unknown) => {
     const items = listItems(x);
     const operator = listItems(items?.[1]);
     if (items === undefined || operator?.length !== 2) return x;
     const schema = names(operator)[0];
-    if (schema !== 'pg_catalog') return x;
+    if (schema !== 'pg_catalog' && schema !== ds) return x;
     return { List: { items: [items[0], { List: { items: operator.slice(1) } }] } };
   });
 }

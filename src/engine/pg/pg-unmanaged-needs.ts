@@ -22,6 +22,7 @@ import type {
 } from '../model.ts';
 import { objectKey } from '../model.ts';
 import { listItems, nameList, quoteIdent } from './pg-normalize.ts';
+import { parseSync } from './pg-parser.ts';
 import type { Session } from '../session.ts';
 
 type NeedKind =
@@ -232,7 +233,8 @@ function matviewIndex(o: DefinedObject): IndexNeeding {
  * element's operator class and collation where it names one, and each element's operator. The model keeps
  * the clause only as rendered text and its canonical key, the constraint's parse tree as JSON
  * (`exclusionDefinition` in pg-desired.ts): the elements are read from that tree, whose names the key keeps
- * as written. A tree of another shape throws rather than checking nothing.
+ * as written, but for the operators, which are read from the rendered text. A tree of another shape throws
+ * rather than checking nothing.
  *
  * The operator: PostgreSQL resolves it by name and by the element's type, within the operator families of
  * the element's operator class. What is checked is only that an operator of that name exists where the name
@@ -256,11 +258,13 @@ function exclusionNeeds(
   if (typeof tree !== 'object' || tree === null) throw shapeError();
   const t = tree as { access_method?: unknown; exclusions?: unknown };
   if (typeof t.access_method !== 'string' || !Array.isArray(t.exclusions)) throw shapeError();
-  const elements = t.exclusions.map((x: unknown) => {
+  const written = writtenOperators(constraint.definition.text);
+  if (written?.length !== t.exclusions.length) throw shapeError();
+  const elements = t.exclusions.map((x: unknown, i) => {
     const pair = listItems(x);
     const elem = pair?.[0] as { IndexElem?: Record<string, unknown> } | undefined;
     const e = elem?.IndexElem;
-    const operator = nameList(pair?.[1]);
+    const operator = written[i];
     if (e === undefined || operator === undefined) throw shapeError();
     const opclass = e['opclass'] === undefined ? undefined : nameList(e['opclass']);
     const collation = e['collation'] === undefined ? undefined : nameList(e['collation']);
@@ -282,6 +286,24 @@ function exclusionNeeds(
     ...methodAndKeyNeeds(t.access_method, elements, by, category, ds),
     ...elements.map((e): Need => ({ kind: 'operator', ...lookedUp(e.operator, ds), by, ...cat })),
   ];
+}
+
+/**
+ * Each exclusion element's operator as the rendered clause names it, the qualifier included: the key drops
+ * pg_catalog's and the default schema's (unqualifiedOperators, pg-desired.ts), and `OPERATOR(public.&&)`
+ * needs `&&` in public even where pg_catalog's would do for the bare name. Undefined when the text is not an
+ * exclusion clause.
+ */
+function writtenOperators(text: string): string[][] | undefined {
+  const tree = parseSync(`ALTER TABLE t ADD ${text}`) as {
+    stmts?: { stmt?: { AlterTableStmt?: { cmds?: unknown[] } } }[];
+  };
+  const cmds = tree.stmts?.[0]?.stmt?.AlterTableStmt?.cmds;
+  const cmd = cmds?.length === 1 ? (cmds[0] as { AlterTableCmd?: { def?: unknown } }).AlterTableCmd : undefined;
+  const exclusions = (cmd?.def as { Constraint?: { exclusions?: unknown } } | undefined)?.Constraint?.exclusions;
+  if (!Array.isArray(exclusions)) return undefined;
+  const operators = exclusions.map((x: unknown) => nameList(listItems(x)?.[1]));
+  return operators.every((o): o is string[] => o !== undefined) ? operators : undefined;
 }
 
 function constraintsNeeds(
