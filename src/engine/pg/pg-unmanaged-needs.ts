@@ -299,8 +299,10 @@ function writtenOperators(text: string): string[][] | undefined {
     stmts?: { stmt?: { AlterTableStmt?: { cmds?: unknown[] } } }[];
   };
   const cmds = tree.stmts?.[0]?.stmt?.AlterTableStmt?.cmds;
-  const cmd = cmds?.length === 1 ? (cmds[0] as { AlterTableCmd?: { def?: unknown } }).AlterTableCmd : undefined;
-  const exclusions = (cmd?.def as { Constraint?: { exclusions?: unknown } } | undefined)?.Constraint?.exclusions;
+  const cmd =
+    cmds?.length === 1 ? (cmds[0] as { AlterTableCmd?: { def?: unknown } }).AlterTableCmd : undefined;
+  const exclusions = (cmd?.def as { Constraint?: { exclusions?: unknown } } | undefined)?.Constraint
+    ?.exclusions;
   if (!Array.isArray(exclusions)) return undefined;
   const operators = exclusions.map((x: unknown) => nameList(listItems(x)?.[1]));
   return operators.every((o): o is string[] => o !== undefined) ? operators : undefined;
