@@ -7,6 +7,8 @@ import { type Hash, createHash } from 'node:crypto';
  * hashed, so a fingerprint hashes each piece as it is written and keeps none.
  */
 const PIECE_CHARS = 64 * 1024;
+/** A subtree's JSON at least this long is a piece of its own; a shorter one is appended to the next piece. */
+const WHOLE_PIECE_CHARS = 1024;
 
 export function canonicalJson(value: unknown): string {
   const pieces: string[] = [];
@@ -60,9 +62,10 @@ let keyOrderNodes = 0;
 const KEY_ORDER_LIMIT = 10_000;
 const ARRAY_INDEX = /^(?:0|[1-9][0-9]*)$/;
 function sortedKeys(record: object): SortedKeys {
-  const keys = Object.keys(record);
+  // for-in lists an object's keys as Object.keys does (a model's objects are plain: their prototypes add
+  // none), but from the shape's own cache rather than into a new array for every object.
   let node = keyOrders;
-  for (const k of keys) {
+  for (const k in record) {
     let child = node.next.get(k);
     if (child === undefined) {
       child = { next: new Map() };
@@ -71,7 +74,11 @@ function sortedKeys(record: object): SortedKeys {
     }
     node = child;
   }
-  const sorted = (node.sorted ??= { keys: keys.sort(), copyable: !keys.some((k) => ARRAY_INDEX.test(k)) });
+  let sorted = node.sorted;
+  if (sorted === undefined) {
+    const keys = Object.keys(record).sort();
+    sorted = node.sorted = { keys, copyable: !keys.some((k) => ARRAY_INDEX.test(k)) };
+  }
   // Objects keyed by data (a map of names) would grow it without end: it starts over instead.
   if (keyOrderNodes >= KEY_ORDER_LIMIT) {
     keyOrders = { next: new Map() };
@@ -137,7 +144,14 @@ class Writer {
     }
     const copy = level >= WALKED_LEVELS ? keySortedCopy(value) : undefined;
     if (copy !== undefined) {
-      this.text += JSON.stringify(copy);
+      const json = JSON.stringify(copy);
+      if (json.length < WHOLE_PIECE_CHARS) this.text += json;
+      else {
+        // Handed on as JSON.stringify wrote it: appended, it was copied again to flatten the pieces.
+        this.end();
+        this.emit(json);
+        return;
+      }
     } else if (Array.isArray(value)) {
       this.text += '[';
       for (let i = 0; i < value.length; i++) {

@@ -15,7 +15,7 @@ import type {
   Table,
   View,
 } from './model.ts';
-import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, typeKey } from './model.ts';
+import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, sameType } from './model.ts';
 import { applyRenames } from './renames.ts';
 import { ObjectPlan, objectPhase } from './diff-objects.ts';
 
@@ -715,17 +715,21 @@ function identityOptionsKey(c: Column): string {
 }
 
 /** Column attributes only some dialects have (ON UPDATE, INVISIBLE): a change restates the column. */
-function extrasKey(c: Column): string {
-  return JSON.stringify([c.onUpdate?.key ?? null, c.invisible ?? false]);
+function sameExtras(a: Column, b: Column): boolean {
+  return (
+    (a.onUpdate?.key ?? null) === (b.onUpdate?.key ?? null) &&
+    (a.invisible ?? false) === (b.invisible ?? false)
+  );
 }
 
 function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => void): boolean {
-  const obj = `column ${tr.schema}.${tr.name}.${c.name}`;
+  // Named only in a refusal: a no-op plan compares every column and refuses none.
+  const obj = () => `column ${tr.schema}.${tr.name}.${c.name}`;
   if (Boolean(l.serial) !== Boolean(c.serial)) {
     push({
       kind: 'Unsupported',
-      object: obj,
-      reason: `${obj} changes between serial and a plain column; convert it with a migration (sequence ownership and default move together)`,
+      object: obj(),
+      reason: `${obj()} changes between serial and a plain column; convert it with a migration (sequence ownership and default move together)`,
       category: 'columns_modified',
     });
     return false;
@@ -738,7 +742,7 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
     return true;
   }
   let retyped = false;
-  const typeChanged = typeKey(l.type) !== typeKey(c.type) || (l.collation ?? '') !== (c.collation ?? '');
+  const typeChanged = !sameType(l.type, c.type) || (l.collation ?? '') !== (c.collation ?? '');
   const defaultChanged = (l.default?.key ?? '') !== (c.default?.key ?? '');
   if (l.identity !== undefined && c.identity === undefined)
     push({ kind: 'DropIdentity', table: tr, column: l });
@@ -747,7 +751,7 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
     push({ kind: 'AlterColumnType', table: tr, from: l, column: c });
     if (c.default !== undefined) push({ kind: 'SetDefault', table: tr, column: c });
     retyped = true;
-  } else if (extrasKey(l) !== extrasKey(c)) {
+  } else if (!sameExtras(l, c)) {
     push({ kind: 'AlterColumnType', table: tr, from: l, column: c });
   } else if (defaultChanged) {
     push(
@@ -778,8 +782,8 @@ function diffColumn(tr: TableRef, l: Column, c: Column, push: (c: Change) => voi
   )
     push({
       kind: 'Unsupported',
-      object: obj,
-      reason: `${obj}: its identity sequence is ${liveSeq.schema}.${liveSeq.name} but SEQUENCE NAME ${seq.schema}.${seq.name} is declared; rename the sequence in a migration (ALTER SEQUENCE ... RENAME TO) or declare its name`,
+      object: obj(),
+      reason: `${obj()}: its identity sequence is ${liveSeq.schema}.${liveSeq.name} but SEQUENCE NAME ${seq.schema}.${seq.name} is declared; rename the sequence in a migration (ALTER SEQUENCE ... RENAME TO) or declare its name`,
       category: 'columns_modified',
     });
   // Identity and serial columns are NOT NULL by construction; dropping identity keeps NOT NULL.

@@ -397,6 +397,13 @@ export function typeKey(t: TypeRef): string {
   return JSON.stringify([t.schema ?? null, t.name, t.mods, t.array]);
 }
 
+/** `typeKey(a) === typeKey(b)`, without writing either. */
+export function sameType(a: TypeRef, b: TypeRef): boolean {
+  return (
+    (a.schema ?? null) === (b.schema ?? null) && a.name === b.name && a.mods === b.mods && a.array === b.array
+  );
+}
+
 /** A constraint's definition without its name: what matching by content compares. */
 export function constraintKey(c: Constraint): string {
   switch (c.kind) {

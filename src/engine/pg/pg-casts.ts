@@ -7,7 +7,7 @@
  */
 import type { Change } from '../changes.ts';
 import { DatabaseError, type Session } from '../session.ts';
-import { type TypeRef, objectKey, typeKey } from '../model.ts';
+import { type TypeRef, objectKey, sameType } from '../model.ts';
 import { quoteLiteral, renderType } from './pg-normalize.ts';
 import { castVia } from './pg-renderer.ts';
 
@@ -26,7 +26,7 @@ export async function refuseTypeChangesWithoutCast(
   );
   const out: Change[] = [];
   for (const c of changes) {
-    if (c.kind !== 'AlterColumnType' || typeKey(c.from.type) === typeKey(c.column.type)) continue;
+    if (c.kind !== 'AlterColumnType' || sameType(c.from.type, c.column.type)) continue;
     const from = renderType(c.from.type);
     const to = renderType(c.column.type);
     const via = castVia(c.from, c.column);

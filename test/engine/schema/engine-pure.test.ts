@@ -304,6 +304,31 @@ describe('long desired files', () => {
     assert.equal(canonicalDigest(value), digestOf(canonicalJson(value)));
   });
 
+  test('a model is hashed exactly as its canonical text, subtrees long and short handed on whole', () => {
+    // Tables past the walked levels, some long enough to be pieces of their own, some short, with
+    // non-ASCII and astral text (a piece's UTF-8 bytes are hashed) and keys in two orders.
+    const tables = Array.from({ length: 3_000 }, (_, i) => {
+      const columns = Array.from({ length: i % 7 === 0 ? 60 : 2 }, (_, c) =>
+        c % 2 === 0
+          ? { type: 'text', name: `c${c}_\u00e9\u{1F600}` }
+          : { name: `c${c}`, type: 'int', nullable: i % 3 === 0 },
+      );
+      return i % 2 === 0
+        ? { schema: 'public', name: `t${i}`, columns }
+        : { columns, name: `t${i}`, schema: '\u00fc' };
+    });
+    const value = { dialect: 'postgres', model: { tables, views: [], z: { deep: { deeper: [1, 'x'] } } } };
+    const text = canonicalJson(value);
+    assert.ok(text.length > 300_000, 'many pieces');
+    assert.equal(canonicalDigest(value), digestOf(text));
+    assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(value)));
+    assert.ok(
+      text.startsWith(
+        '{"dialect":"postgres","model":{"tables":[{"columns":[{"name":"c0_\u00e9\u{1F600}","type":"text"}',
+      ),
+    );
+  });
+
   test('canonical JSON sorts keys whatever order each object lists them in, however many key sets it meets', () => {
     // The same keys in another order, a key set that extends another, and the empty object.
     assert.equal(
