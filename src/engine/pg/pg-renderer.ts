@@ -7,7 +7,8 @@ import type { Change, CommentTarget } from '../changes.ts';
 import type { Column, Index, Sequence, Table } from '../model.ts';
 import { PERSISTENCE_OPTION } from '../model.ts';
 import { type RendererTable, sharedRenderer } from '../sql-renderer.ts';
-import { quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+import { type AstNode, quoteIdent, quoteLiteral, quoteQualified, renderType } from './pg-normalize.ts';
+import { parseSync } from './pg-parser.ts';
 import { identityClause, identitySetActions } from './pg-identity.ts';
 import { fromTableOptions, parameterList, parameterName, withClause } from './pg-storage.ts';
 
@@ -23,9 +24,34 @@ export function columnDefinition(c: Column): string {
   if (c.identity !== undefined)
     sql += ` GENERATED ${c.identity === 'always' ? 'ALWAYS' : 'BY DEFAULT'} AS IDENTITY${identityClause(c)}`;
   else if (c.generated !== undefined) sql += ` GENERATED ALWAYS AS (${c.generated.text}) STORED`;
-  else if (c.default !== undefined) sql += ` DEFAULT ${c.default.text}`;
+  else if (c.default !== undefined) sql += ` DEFAULT ${columnDefault(c.default.text)}`;
   if (c.notNull && c.identity === undefined && !c.serial) sql += ' NOT NULL';
   return sql;
+}
+
+/**
+ * A default as a column definition takes it. Its grammar (b_expr) refuses some expressions bare, `now() AT
+ * TIME ZONE 'utc'` or `a IS NULL`, and reads a trailing `COLLATE` as the column's: those are written in
+ * parentheses. The parser says which: the text must come back as the column's one clause, its default.
+ */
+function columnDefault(text: string): string {
+  let tree: unknown;
+  try {
+    tree = parseSync(`CREATE TABLE t (c int DEFAULT ${text})`);
+  } catch {
+    return `(${text})`;
+  }
+  const stmt = (tree as { stmts?: { stmt?: { CreateStmt?: { tableElts?: unknown[] } } }[] }).stmts;
+  const elements = stmt?.length === 1 ? stmt[0]?.stmt?.CreateStmt?.tableElts : undefined;
+  const column = elements?.length === 1 ? (elements[0] as { ColumnDef?: AstNode }).ColumnDef : undefined;
+  const clauses = column?.['constraints'];
+  const alone =
+    column !== undefined &&
+    column['collClause'] === undefined &&
+    Array.isArray(clauses) &&
+    clauses.length === 1 &&
+    (clauses[0] as { Constraint?: AstNode }).Constraint?.['contype'] === 'CONSTR_DEFAULT';
+  return alone ? text : `(${text})`;
 }
 
 const cols = (list: readonly string[]) => list.map(quoteIdent).join(', ');
