@@ -2007,13 +2007,77 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
   targets = targets.map((t) => {
     const r = t['ResTarget'] as AstNode;
     const val = strip(r['val']) as AstNode;
-    const f = isRecord(val['ColumnRef']) ? names(val['ColumnRef']['fields']) : [];
-    const nm = r['name'] !== undefined && r['name'] !== f[f.length - 1] ? { name: r['name'] } : {};
+    const nm = r['name'] !== undefined && r['name'] !== figuredName(val).name ? { name: r['name'] } : {};
     return { ResTarget: { ...nm, val } };
   });
   const copy: AstNode = { ...sel, targetList: targets };
   return canonicalKey(strip(unnameLaterArms(unqualifyScopes(copy))), defaultSchema);
 }
+
+/**
+ * The output name PostgreSQL gives a select-list entry written without AS (FigureColname in its parser), and
+ * how sure it is (2 a name from the expression, 1 a type's or `case`, 0 none). The catalog prints a view's
+ * entries that are not plain columns with an AS, `1 AS "?column?"` or `'x'::text AS text`; a name equal to
+ * this one says nothing the bare entry did not. Kinds not listed here get `?column?`, as PostgreSQL's rarer
+ * ones (XML functions) do not: their AS then stays and the view compares as written.
+ */
+function figuredName(node: unknown): FiguredName {
+  if (!isRecord(node)) return UNNAMED;
+  const [kind, body] = Object.entries(node)[0] ?? [];
+  const figure = kind === undefined ? undefined : FIGURED_NAMES[kind];
+  return figure !== undefined && isRecord(body) ? figure(body) : UNNAMED;
+}
+
+interface FiguredName {
+  readonly name: string;
+  readonly strength: number;
+}
+const UNNAMED: FiguredName = { name: '?column?', strength: 0 };
+const named = (name: string | undefined): FiguredName =>
+  name === undefined ? UNNAMED : { name, strength: 2 };
+function lastString(list: unknown): string | undefined {
+  const parts = Array.isArray(list) ? list : [];
+  const end: unknown = parts[parts.length - 1];
+  return isRecord(end) && isRecord(end['String']) ? String(end['String']['sval']) : undefined;
+}
+const FIGURED_NAMES: Readonly<Record<string, (body: AstNode) => FiguredName>> = {
+  ColumnRef: (b) => named(lastString(b['fields'])),
+  A_Indirection: (b) => {
+    const field = lastString(b['indirection']);
+    return field !== undefined ? named(field) : figuredName(b['arg']);
+  },
+  FuncCall: (b) => named(lastString(b['funcname'])),
+  A_Expr: (b) => (b['kind'] === 'AEXPR_NULLIF' ? named('nullif') : UNNAMED),
+  TypeCast: (b) => {
+    const inner = figuredName(b['arg']);
+    if (inner.strength > 1) return inner;
+    const type = isRecord(b['typeName']) ? lastString(b['typeName']['names']) : undefined;
+    return type === undefined ? inner : { name: type, strength: 1 };
+  },
+  CollateClause: (b) => figuredName(b['arg']),
+  CaseExpr: (b) => {
+    const inner = figuredName(b['defresult']);
+    return inner.strength > 1 ? inner : { name: 'case', strength: 1 };
+  },
+  A_ArrayExpr: () => named('array'),
+  RowExpr: () => named('row'),
+  CoalesceExpr: () => named('coalesce'),
+  MinMaxExpr: (b) => named(b['op'] === 'IS_GREATEST' ? 'greatest' : 'least'),
+  // SVFOP_CURRENT_TIMESTAMP_N (with a precision) is current_timestamp too.
+  SQLValueFunction: (b) =>
+    named(
+      String(b['op'])
+        .replace(/^SVFOP_/, '')
+        .replace(/_N$/, '')
+        .toLowerCase(),
+    ),
+  SubLink: (b) =>
+    b['subLinkType'] === 'EXISTS_SUBLINK'
+      ? named('exists')
+      : b['subLinkType'] === 'ARRAY_SUBLINK'
+        ? named('array')
+        : UNNAMED,
+};
 
 /**
  * A set operation takes its column names from its leftmost arm, so a name in any other arm is noise, and

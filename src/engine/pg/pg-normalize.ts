@@ -390,7 +390,19 @@ function canon(node: unknown, ds: string): unknown {
     }
     out['funcname'] = bare.map((s) => s.toLowerCase());
     const name = bare.length === 1 ? bare[0] : undefined;
-    const args = Array.isArray(out['args']) ? (out['args'] as unknown[]) : [];
+    let args = Array.isArray(out['args']) ? (out['args'] as unknown[]) : [];
+    // The catalog prints a call to a variadic function with its variadic arguments gathered, as
+    // `f(a, VARIADIC ARRAY[b, c])`: the same call as `f(a, b, c)`. An empty or computed array stays.
+    const gathered = out['func_variadic'] === true ? args[args.length - 1] : undefined;
+    const elements =
+      isRecord(gathered) && isRecord(gathered['A_ArrayExpr'])
+        ? gathered['A_ArrayExpr']['elements']
+        : undefined;
+    if (Array.isArray(elements) && elements.length > 0) {
+      args = [...args.slice(0, -1), ...(elements as unknown[])];
+      out['args'] = args;
+      delete out['func_variadic'];
+    }
     if ((name === 'nextval' || name === 'currval' || name === 'setval') && args.length > 0) {
       const [first, ...rest] = args;
       out['args'] = [regclassLiteral(first, ds), ...rest];
@@ -406,6 +418,18 @@ function canon(node: unknown, ds: string): unknown {
   for (const key of Object.keys(node).sort()) {
     if (DROPPED_FIELDS.has(key)) continue;
     out[key] = canon(node[key], ds);
+  }
+  // `(a, b)` and `ROW(a, b)` are one row constructor; the catalog prints the second.
+  const row = out['RowExpr'];
+  if (isRecord(row)) delete row['row_format'];
+  // The catalog prints a CASE without ELSE with the ELSE NULL it means (`ELSE NULL::text`).
+  const caseOf = out['CaseExpr'];
+  if (isRecord(caseOf) && isRecord(caseOf['defresult'])) {
+    const otherwise = caseOf['defresult']['A_Const'];
+    if (isRecord(otherwise) && otherwise['isnull'] === true) {
+      const { defresult: _null, ...rest } = caseOf;
+      return { CaseExpr: rest };
+    }
   }
   return out;
 }
