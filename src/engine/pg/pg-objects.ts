@@ -45,6 +45,28 @@ const relOf = (rv: unknown, ds: string) => {
   return { schema: String(r['schemaname'] ?? ds), name: String(r['relname'] ?? '') };
 };
 
+/**
+ * A type whose check or default calls a declared function or procedure (`CREATE DOMAIN email AS text CHECK
+ * (is_email(VALUE))`) is created with the routines, after the one it calls, and dropped with them, before
+ * it; so is every type over such a type. The stage orders first and `uses` only within a stage: left with
+ * the types, the domain was created before its function and the apply failed.
+ */
+function afterTheirRoutines(objects: DefinedObject[]): DefinedObject[] {
+  const routines = new Set(
+    objects.filter((o) => o.objectType === 'function' || o.objectType === 'procedure').map((o) => o.ref),
+  );
+  for (let moved = routines.size > 0; moved;) {
+    moved = false;
+    objects.forEach((o, i) => {
+      if (o.stage !== 'types' || !o.uses.some((u) => routines.has(u))) return;
+      objects[i] = { ...o, stage: 'routines' };
+      routines.add(o.ref);
+      moved = true;
+    });
+  }
+  return objects;
+}
+
 /** A function name without the qualifier PostgreSQL resolves anyway (the default schema, pg_catalog). */
 function bareFunction(parts: string[], ds: string): string[] {
   return parts.length === 2 && (parts[0] === ds || parts[0] === 'pg_catalog') ? parts.slice(1) : parts;
@@ -738,7 +760,9 @@ export class PgObjects {
     views: ReadonlySet<string>,
     queryKey: (query: AstNode) => string,
   ): DefinedObject[] {
-    return [...this.drafts.values()].map((d) => this.object(d, relations, views, queryKey));
+    return afterTheirRoutines(
+      [...this.drafts.values()].map((d) => this.object(d, relations, views, queryKey)),
+    );
   }
 
   private object(
