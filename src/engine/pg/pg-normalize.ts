@@ -195,16 +195,48 @@ export function typeRefFromAst(typeName: AstNode, defaultSchema: string): { type
     else schema = defaultSchema;
   }
   if (schema === undefined && name === 'numeric' && mods.length === 1) mods = [mods[0] ?? '', '0'];
+  const interval = schema === undefined && name === 'interval' ? intervalMods(mods) : undefined;
   return {
     type: {
       ...(schema === undefined ? {} : { schema }),
       name,
-      mods: mods.length > 0 ? `(${mods.join(',')})` : '',
+      mods: interval ?? (mods.length > 0 ? `(${mods.join(',')})` : ''),
       array,
     },
     serial,
   };
 }
+
+/**
+ * The parser gives an interval's fields as a bit mask and its precision after it (`interval day to
+ * second(3)` is (7176, 3), `interval(3)` (32767, 3)); written as numbers, `interval(7176,3)` does not parse
+ * and `interval(4)` means a precision, not YEAR. Spelled as PostgreSQL's format_type spells them.
+ */
+function intervalMods(mods: readonly string[]): string | undefined {
+  const [mask, precision] = mods;
+  if (mask === undefined) return undefined;
+  const fields = mask === INTERVAL_FULL_RANGE ? '' : INTERVAL_FIELDS[mask];
+  if (fields === undefined) return undefined;
+  return `${fields === '' ? '' : ` ${fields}`}${precision === undefined ? '' : `(${precision})`}`;
+}
+
+const INTERVAL_FULL_RANGE = '32767';
+/** INTERVAL_MASK's combinations (src/include/utils/timestamp.h: MONTH 2, YEAR 4, DAY 8, HOUR 1024, ...). */
+const INTERVAL_FIELDS: Readonly<Record<string, string>> = {
+  '4': 'year',
+  '2': 'month',
+  '8': 'day',
+  '1024': 'hour',
+  '2048': 'minute',
+  '4096': 'second',
+  '6': 'year to month',
+  '1032': 'day to hour',
+  '3080': 'day to minute',
+  '7176': 'day to second',
+  '3072': 'hour to minute',
+  '7168': 'hour to second',
+  '6144': 'minute to second',
+};
 
 /**
  * A name without the qualifier PostgreSQL would resolve anyway: pg_catalog, or the default schema the
