@@ -20,7 +20,10 @@ import {
   typeRefFromAst,
 } from './pg-normalize.ts';
 
-/** The types whose literals PostgreSQL prints in its own spelling (DateStyle, IntervalStyle, TimeZone). */
+/**
+ * The types whose literals PostgreSQL prints in its own spelling (DateStyle, IntervalStyle, TimeZone), and
+ * money, which it also rounds to its locale's digits (`'1.999'::money` is stored `'$2.00'`).
+ */
 const TEMPORAL = new Set([
   'date',
   'timestamp without time zone',
@@ -28,6 +31,7 @@ const TEMPORAL = new Set([
   'time without time zone',
   'time with time zone',
   'interval',
+  'money',
 ]);
 
 const isTemporal = (t: TypeRef | undefined): t is TypeRef =>
@@ -189,7 +193,9 @@ export async function normaliseTemporalLiterals(session: Session, model: SchemaM
       ds,
       (n, a) => {
         const v = values.get(askKey(a));
-        if (v === undefined || v === a.text) return n;
+        // A literal already in the stored spelling still loses its cast: the key would otherwise read a
+        // cast money literal by its number and a bare one by its text.
+        if (v === undefined || (v === a.text && !isRecord(n['TypeCast']))) return n;
         changed = true;
         return { A_Const: { sval: { sval: v } } };
       },
