@@ -1965,15 +1965,34 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
   const from = (sel['fromClause'] as AstNode[] | undefined) ?? [];
   const single =
     from.length === 1 && isRecord(from[0]?.['RangeVar']) ? (from[0]['RangeVar'] as AstNode) : undefined;
+  const subquery =
+    from.length === 1 && isRecord(from[0]?.['RangeSubselect'])
+      ? (from[0]['RangeSubselect'] as AstNode)
+      : undefined;
   const relname = single ? String(single['relname']) : undefined;
-  const alias = single && isRecord(single['alias']) ? String(single['alias']['aliasname']) : undefined;
-  const table = single
-    ? tables.get(objectKey(String(single['schemaname'] ?? defaultSchema), relname ?? ''))
-    : undefined;
+  const aliasOf = (n: AstNode | undefined) =>
+    n !== undefined && isRecord(n['alias']) ? String(n['alias']['aliasname']) : undefined;
+  const alias = aliasOf(single ?? subquery);
+  // A CTE of the query hides a table of its name.
+  const cte = single !== undefined && single['schemaname'] === undefined ? cteNamed(sel, relname) : undefined;
+  const table =
+    single && cte === undefined
+      ? tables.get(objectKey(String(single['schemaname'] ?? defaultSchema), relname ?? ''))
+      : undefined;
+  // What `*` stands for, as the catalog prints it: the table's columns, a CTE's or a subquery's output.
+  const starColumns =
+    table?.columns.map((c) => c.name) ??
+    (cte !== undefined ? outputNames(cte['ctequery'], cte['aliascolnames']) : undefined) ??
+    (subquery !== undefined
+      ? outputNames(
+          subquery['subquery'],
+          isRecord(subquery['alias']) ? subquery['alias']['colnames'] : undefined,
+        )
+      : undefined);
   const strip = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(strip);
     if (!isRecord(node)) return node;
-    if (isRecord(node['ColumnRef']) && single) {
+    if (isRecord(node['ColumnRef']) && (single || alias !== undefined)) {
       const f = node['ColumnRef']['fields'] as AstNode[];
       const first = names(f.slice(0, 1))[0];
       if (f.length === 2 && (first === relname || first === alias)) return { ColumnRef: { fields: [f[1]] } };
@@ -1992,13 +2011,13 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
     return out;
   };
   let targets = (sel['targetList'] as AstNode[] | undefined) ?? [];
-  if (table) {
+  if (starColumns !== undefined) {
     targets = targets.flatMap((t) => {
       const val = (t['ResTarget'] as AstNode)['val'] as AstNode;
       const f = isRecord(val['ColumnRef']) ? (val['ColumnRef']['fields'] as AstNode[]) : [];
       if (f.length > 0 && isRecord(f[f.length - 1]?.['A_Star'])) {
-        return table.columns.map((c) => ({
-          ResTarget: { val: { ColumnRef: { fields: [{ String: { sval: c.name } }] } } },
+        return starColumns.map((name) => ({
+          ResTarget: { val: { ColumnRef: { fields: [{ String: { sval: name } }] } } },
         }));
       }
       return [t];
@@ -2010,8 +2029,75 @@ function viewKey(query: AstNode, tables: ReadonlyMap<string, TableDraft>, defaul
     const nm = r['name'] !== undefined && r['name'] !== figuredName(val).name ? { name: r['name'] } : {};
     return { ResTarget: { ...nm, val } };
   });
-  const copy: AstNode = { ...sel, targetList: targets };
+  const copy: AstNode = { ...sel, targetList: targets, ...byExpression(sel, starColumns) };
   return canonicalKey(strip(unnameLaterArms(unqualifyScopes(copy))), defaultSchema);
+}
+
+/**
+ * GROUP BY and ORDER BY entries that name an output column (`GROUP BY event_year`), written as its
+ * expression, as the catalog prints them. GROUP BY reads a name as an input column first, so only a name
+ * the input lacks (`inputs`, when known) is an output's; ORDER BY reads output names first.
+ */
+function byExpression(sel: AstNode, inputs: readonly string[] | undefined): AstNode {
+  if (sel['op'] !== undefined && sel['op'] !== 'SETOP_NONE') return {};
+  const outputs = new Map<string, unknown>();
+  for (const t of (sel['targetList'] as unknown[] | undefined) ?? []) {
+    const r = isRecord(t) && isRecord(t['ResTarget']) ? t['ResTarget'] : undefined;
+    if (typeof r?.['name'] === 'string') outputs.set(r['name'], r['val']);
+  }
+  if (outputs.size === 0) return {};
+  const resolve = (node: unknown, inputFirst: boolean): unknown => {
+    const f = isRecord(node) && isRecord(node['ColumnRef']) ? names(node['ColumnRef']['fields']) : [];
+    const name = f.length === 1 ? f[0] : undefined;
+    if (name === undefined || (inputFirst && (inputs === undefined || inputs.includes(name)))) return node;
+    return outputs.get(name) ?? node;
+  };
+  const out: AstNode = {};
+  if (Array.isArray(sel['groupClause'])) out['groupClause'] = sel['groupClause'].map((g) => resolve(g, true));
+  if (Array.isArray(sel['sortClause']))
+    out['sortClause'] = sel['sortClause'].map((x: unknown) =>
+      isRecord(x) && isRecord(x['SortBy'])
+        ? { SortBy: { ...x['SortBy'], node: resolve(x['SortBy']['node'], false) } }
+        : x,
+    );
+  return out;
+}
+
+/** The CTE of this name in the query's WITH, if any. */
+function cteNamed(sel: AstNode, name: string | undefined): AstNode | undefined {
+  const ctes = isRecord(sel['withClause']) ? sel['withClause']['ctes'] : undefined;
+  if (name === undefined || !Array.isArray(ctes)) return undefined;
+  for (const c of ctes as unknown[]) {
+    const body = isRecord(c) && isRecord(c['CommonTableExpr']) ? c['CommonTableExpr'] : undefined;
+    if (body !== undefined && body['ctename'] === name) return body;
+  }
+  return undefined;
+}
+
+/**
+ * A query's output column names (its leftmost arm's, for a set operation), renamed by a column alias list
+ * where one is given; undefined when they cannot be told from the text alone (an entry is itself a `*`).
+ */
+function outputNames(query: unknown, renamed: unknown): string[] | undefined {
+  let sel = isRecord(query) && isRecord(query['SelectStmt']) ? query['SelectStmt'] : undefined;
+  while (sel !== undefined && sel['op'] !== undefined && sel['op'] !== 'SETOP_NONE')
+    sel = isRecord(sel['larg']) ? sel['larg'] : undefined;
+  const targets = sel?.['targetList'];
+  if (!Array.isArray(targets)) return undefined;
+  const out: string[] = [];
+  for (const t of targets as unknown[]) {
+    const r = isRecord(t) && isRecord(t['ResTarget']) ? t['ResTarget'] : undefined;
+    const val = r?.['val'];
+    const f = isRecord(val) && isRecord(val['ColumnRef']) ? (val['ColumnRef']['fields'] as unknown[]) : [];
+    if (
+      r === undefined ||
+      (f.length > 0 && isRecord(f[f.length - 1]) && 'A_Star' in (f[f.length - 1] as AstNode))
+    )
+      return undefined;
+    out.push(typeof r['name'] === 'string' ? r['name'] : figuredName(val).name);
+  }
+  const aliases = Array.isArray(renamed) ? names(renamed) : [];
+  return out.map((n, i) => aliases[i] ?? n);
 }
 
 /**
