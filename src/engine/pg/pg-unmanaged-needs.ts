@@ -333,6 +333,8 @@ function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>, ds: string):
   // its CreateObject), as for every defined object.
   if (o.objectType === 'index' && o.table !== undefined)
     return indexNeeds(matviewIndex(o), { schema: o.schema, name: o.table }, undefined, ds);
+  if (o.objectType === 'domain')
+    return collationNeed(domainCollation(o), ds, `domain ${o.schema}.${o.name}`, undefined);
   if (o.objectType !== 'text search configuration') return [];
   // Its uses are its parser and dictionaries outside pg_catalog, each objectKey(schema, name).
   const parsed = o.uses.map((u) => JSON.parse(u) as [string, string]);
@@ -340,6 +342,20 @@ function objectNeeds(c: ChangeOf<'CreateObject' | 'ReplaceObject'>, ds: string):
   return parsed.flatMap(([schema, name]) => [
     { kind: 'text search dictionary' as const, schemas: [schema], name, by },
   ]);
+}
+
+/**
+ * The collation a domain names, from its key (the domain object in pg-objects.ts writes it as SQL, as a
+ * column's). A key of another shape throws rather than checking nothing.
+ */
+function domainCollation(o: DefinedObject): string | undefined {
+  const key: unknown = JSON.parse(o.key);
+  const collation =
+    typeof key === 'object' && key !== null ? (key as { collation?: unknown }).collation : undefined;
+  if (collation === null) return undefined;
+  if (typeof collation !== 'string')
+    throw new Error(`domain ${o.schema}.${o.name}: its key is not the one pg-objects.ts writes for a domain`);
+  return collation;
 }
 
 type ChangeOf<K extends ChangeKind> = Extract<Change, { kind: K }>;
