@@ -2,7 +2,8 @@
  * Respells the parts of a CREATE TABLE or CREATE INDEX statement that MySQL and MariaDB accept but the
  * grammar (node-sql-parser's MariaDB flavour) does not, into spellings it reads with the same meaning:
  * column names that are words of its own (`status`, `full`) are backquoted; `REAL` and `DOUBLE PRECISION`
- * are `DOUBLE` (as the server stores them without REAL_AS_FLOAT); `ON UPDATE NOW()` is `ON UPDATE
+ * are `DOUBLE` (as the server stores them without REAL_AS_FLOAT), and the other synonyms it lacks (`BOOL`,
+ * `CHARACTER VARYING`, `DEC`, ...) the types they stand for; `ON UPDATE NOW()` is `ON UPDATE
  * CURRENT_TIMESTAMP`; MariaDB's `IGNORED` index option is MySQL's `INVISIBLE`; an `INVISIBLE` column
  * attribute, which the grammar lacks, is taken out and reported; `SERIAL` is written out. Strings and comments are never touched.
  */
@@ -198,6 +199,7 @@ function respellColumn(list: readonly Token[], columns: ReadonlySet<string>, inv
   if (name === undefined) return;
   quote(name);
   const type = s[1]?.t;
+  if (type !== undefined) respellTypeSynonym(type, s[2]?.t);
   if (upper(type) === 'REAL' && type !== undefined) type.text = 'DOUBLE';
   // SERIAL is MySQL's alias, and SERIAL DEFAULT VALUE an integer column's: the server stores what they stand for.
   if (upper(type) === 'SERIAL' && type !== undefined) type.text = `bigint unsigned ${SERIAL_ATTRIBUTES}`;
@@ -239,6 +241,37 @@ function respellColumn(list: readonly Token[], columns: ReadonlySet<string>, inv
       if (s[k + 2]?.t.text === '(') k = quoteKeyParts(s, k + 2, new Set());
     }
   }
+}
+
+/**
+ * MySQL's synonyms the grammar lacks, as the types the server stores for them: BOOL, CHARACTER [VARYING],
+ * CHAR VARYING, VARCHARACTER, DEC and FIXED, MIDDLEINT, LONG [VARCHAR] and LONG VARBINARY.
+ */
+const TYPE_SYNONYMS: Readonly<Record<string, string>> = {
+  BOOL: 'BOOLEAN',
+  CHARACTER: 'CHAR',
+  VARCHARACTER: 'VARCHAR',
+  DEC: 'DECIMAL',
+  FIXED: 'DECIMAL',
+  MIDDLEINT: 'MEDIUMINT',
+  LONG: 'MEDIUMTEXT',
+};
+const TWO_WORD_SYNONYMS: Readonly<Record<string, string>> = {
+  'CHARACTER VARYING': 'VARCHAR',
+  'CHAR VARYING': 'VARCHAR',
+  'LONG VARCHAR': 'MEDIUMTEXT',
+  'LONG VARBINARY': 'MEDIUMBLOB',
+};
+
+function respellTypeSynonym(type: Token, next: Token | undefined): void {
+  const two = TWO_WORD_SYNONYMS[`${upper(type) ?? ''} ${upper(next) ?? ''}`];
+  if (two !== undefined && next !== undefined) {
+    type.text = two;
+    next.text = '';
+    return;
+  }
+  const one = TYPE_SYNONYMS[upper(type) ?? ''];
+  if (one !== undefined) type.text = one;
 }
 
 function unquoted(t: Token): string {
