@@ -2104,8 +2104,9 @@ function outputNames(query: unknown, renamed: unknown): string[] | undefined {
  * The output name PostgreSQL gives a select-list entry written without AS (FigureColname in its parser), and
  * how sure it is (2 a name from the expression, 1 a type's or `case`, 0 none). The catalog prints a view's
  * entries that are not plain columns with an AS, `1 AS "?column?"` or `'x'::text AS text`; a name equal to
- * this one says nothing the bare entry did not. Kinds not listed here get `?column?`, as PostgreSQL's rarer
- * ones (XML functions) do not: their AS then stays and the view compares as written.
+ * this one says nothing the bare entry did not. A kind not listed here gets `?column?`; where PostgreSQL
+ * figures a name for one (the XML functions), the AS the catalog prints stays and the view compares as
+ * written.
  */
 function figuredName(node: unknown): FiguredName {
   if (!isRecord(node)) return UNNAMED;
