@@ -232,9 +232,9 @@ function matviewIndex(o: DefinedObject): IndexNeeding {
  * An exclusion constraint, `EXCLUDE USING gist (room WITH =, during WITH &&)`: its access method, each
  * element's operator class and collation where it names one, and each element's operator. The model keeps
  * the clause only as rendered text and its canonical key, the constraint's parse tree as JSON
- * (`exclusionDefinition` in pg-desired.ts): the elements are read from that tree, whose names the key keeps
- * as written, but for the operators, which are read from the rendered text. A tree of another shape throws
- * rather than checking nothing.
+ * (`exclusionDefinition` in pg-desired.ts): the elements are read from the rendered clause, parsed again,
+ * which names everything as written and as the apply runs it. A clause of another shape throws rather than
+ * checking nothing.
  *
  * The operator: PostgreSQL resolves it by name and by the element's type, within the operator families of
  * the element's operator class. What is checked is only that an operator of that name exists where the name
@@ -250,21 +250,17 @@ function exclusionNeeds(
   category: Need['category'],
   ds: string,
 ): Need[] {
-  const tree: unknown = JSON.parse(constraint.definition.key);
   const shapeError = () =>
     new Error(
-      `exclusion constraint ${constraint.name ?? ''} on ${tableLabel(on)}: its key is not the parse tree pg-desired.ts's exclusionDefinition writes`,
+      `exclusion constraint ${constraint.name ?? ''} on ${tableLabel(on)}: its rendered clause is not an exclusion constraint`,
     );
-  if (typeof tree !== 'object' || tree === null) throw shapeError();
-  const t = tree as { access_method?: unknown; exclusions?: unknown };
-  if (typeof t.access_method !== 'string' || !Array.isArray(t.exclusions)) throw shapeError();
-  const written = writtenOperators(constraint.definition.text);
-  if (written?.length !== t.exclusions.length) throw shapeError();
-  const elements = t.exclusions.map((x: unknown, i) => {
+  const t = writtenExclusion(constraint.definition.text);
+  if (t === undefined) throw shapeError();
+  const elements = t.exclusions.map((x: unknown) => {
     const pair = listItems(x);
     const elem = pair?.[0] as { IndexElem?: Record<string, unknown> } | undefined;
     const e = elem?.IndexElem;
-    const operator = written[i];
+    const operator = nameList(pair?.[1]);
     if (e === undefined || operator === undefined) throw shapeError();
     const opclass = e['opclass'] === undefined ? undefined : nameList(e['opclass']);
     const collation = e['collation'] === undefined ? undefined : nameList(e['collation']);
@@ -289,23 +285,24 @@ function exclusionNeeds(
 }
 
 /**
- * Each exclusion element's operator as the rendered clause names it, the qualifier included: the key drops
- * pg_catalog's and the default schema's (unqualifiedOperators, pg-desired.ts), and `OPERATOR(public.&&)`
- * needs `&&` in public even where pg_catalog's would do for the bare name. Undefined when the text is not an
- * exclusion clause.
+ * The exclusion clause as rendered, parsed: what the apply will run, every qualifier as written. (The key
+ * drops pg_catalog's and the default schema's operator qualifiers, unqualifiedOperators in pg-desired.ts,
+ * and `OPERATOR(public.&&)` needs `&&` in public even where pg_catalog's would do for the bare name.)
+ * Undefined when the text is not an exclusion clause.
  */
-function writtenOperators(text: string): string[][] | undefined {
+function writtenExclusion(text: string): { access_method: string; exclusions: unknown[] } | undefined {
   const tree = parseSync(`ALTER TABLE t ADD ${text}`) as {
     stmts?: { stmt?: { AlterTableStmt?: { cmds?: unknown[] } } }[];
   };
   const cmds = tree.stmts?.[0]?.stmt?.AlterTableStmt?.cmds;
   const cmd =
     cmds?.length === 1 ? (cmds[0] as { AlterTableCmd?: { def?: unknown } }).AlterTableCmd : undefined;
-  const exclusions = (cmd?.def as { Constraint?: { exclusions?: unknown } } | undefined)?.Constraint
-    ?.exclusions;
-  if (!Array.isArray(exclusions)) return undefined;
-  const operators = exclusions.map((x: unknown) => nameList(listItems(x)?.[1]));
-  return operators.every((o): o is string[] => o !== undefined) ? operators : undefined;
+  const c = (cmd?.def as { Constraint?: { access_method?: unknown; exclusions?: unknown } } | undefined)
+    ?.Constraint;
+  if (!Array.isArray(c?.exclusions)) return undefined;
+  // A clause without USING is a btree's.
+  const method = typeof c.access_method === 'string' ? c.access_method : 'btree';
+  return { access_method: method, exclusions: c.exclusions as unknown[] };
 }
 
 function constraintsNeeds(
