@@ -145,13 +145,13 @@ class Writer {
     const copy = level >= WALKED_LEVELS ? keySortedCopy(value) : undefined;
     if (copy !== undefined) {
       const json = JSON.stringify(copy);
-      if (json.length < WHOLE_PIECE_CHARS) this.text += json;
-      else {
+      if (json.length >= WHOLE_PIECE_CHARS) {
         // Handed on as JSON.stringify wrote it: appended, it was copied again to flatten the pieces.
         this.end();
         this.emit(json);
         return;
       }
+      this.text += json;
     } else if (Array.isArray(value)) {
       this.text += '[';
       for (let i = 0; i < value.length; i++) {

@@ -1,6 +1,6 @@
 /**
- * Date and time literals as PostgreSQL stores them. A check `at > '2020-01-01'` on a timestamptz column is
- * stored `(at > '2020-01-01 00:00:00+00'::timestamp with time zone)`, and `DEFAULT '1 week'` on an interval
+ * Date, time and money literals as PostgreSQL stores them. A check `at > '2020-01-01'` on a timestamptz
+ * column is stored `(at > '2020-01-01 00:00:00+00'::timestamp with time zone)`, and `DEFAULT '1 week'` on an interval
  * column as `'7 days'::interval`: the text differs, the value does not, and no rule written here could say
  * which spellings meet (the server's time zone and DateStyle decide). So both sides ask the server they are
  * compared on: each such literal is cast to the type it is read as (its own cast, or the column it is
@@ -24,7 +24,7 @@ import {
  * The types whose literals PostgreSQL prints in its own spelling (DateStyle, IntervalStyle, TimeZone), and
  * money, which it also rounds to its locale's digits (`'1.999'::money` is stored `'$2.00'`).
  */
-const TEMPORAL = new Set([
+const SERVER_SPELLED = new Set([
   'date',
   'timestamp without time zone',
   'timestamp with time zone',
@@ -34,8 +34,8 @@ const TEMPORAL = new Set([
   'money',
 ]);
 
-const isTemporal = (t: TypeRef | undefined): t is TypeRef =>
-  t !== undefined && t.schema === undefined && !t.array && TEMPORAL.has(t.name);
+const isServerSpelled = (t: TypeRef | undefined): t is TypeRef =>
+  t !== undefined && t.schema === undefined && !t.array && SERVER_SPELLED.has(t.name);
 
 /** A string literal, bare or cast: its text and the type its cast names. */
 function literalOf(node: unknown, ds: string): { text: string; cast?: TypeRef } | undefined {
@@ -64,7 +64,7 @@ interface Ask {
 const askKey = (a: Ask) => JSON.stringify([a.type, a.text]);
 
 /**
- * Walks an expression, calling `found` for each temporal literal with the type it is read as; `replace`
+ * Walks an expression, calling `found` for each date, time or money literal with the type it is read as; `replace`
  * (when given) gives the literal's new text, and the walk returns the rewritten tree.
  */
 function walk(
@@ -79,7 +79,7 @@ function walk(
   const lit = literalOf(node, ds);
   if (lit !== undefined) {
     const type = lit.cast ?? context;
-    return isTemporal(type) ? visit(node, { type: renderType(type), text: lit.text }) : node;
+    return isServerSpelled(type) ? visit(node, { type: renderType(type), text: lit.text }) : node;
   }
   if (isRecord(node['A_Expr'])) {
     const e = node['A_Expr'];
@@ -128,7 +128,7 @@ function sitesOf(t: Table): { column: Map<string, Site>; check: Map<Constraint, 
   const column = new Map<string, Site>();
   const check = new Map<Constraint, Site>();
   for (const c of t.columns) {
-    if (c.default === undefined || !(c.default.text.includes("'") && isTemporal(c.type))) continue;
+    if (c.default === undefined || !(c.default.text.includes("'") && isServerSpelled(c.type))) continue;
     const tree = treeOf(c.default);
     if (tree !== undefined) column.set(c.name, { tree, columns, context: c.type });
   }
@@ -164,7 +164,7 @@ async function askServer(session: Session, asks: readonly Ask[]): Promise<Map<st
   return out;
 }
 
-/** The model with every temporal literal of a check or default keyed by the value the server stores. */
+/** The model with every date, time or money literal of a check or default keyed by the value the server stores. */
 export async function normaliseTemporalLiterals(session: Session, model: SchemaModel): Promise<SchemaModel> {
   const ds = model.defaultSchema;
   const sites = new Map(model.tables.map((t) => [t, sitesOf(t)]));
