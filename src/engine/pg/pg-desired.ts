@@ -5,6 +5,7 @@
  */
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { ensureParser, parseSync } from './pg-parser.ts';
+import { tableBodiesApart } from './pg-table-bodies.ts';
 import { DesiredStateError } from '../desired-state-error.ts';
 import {
   DEFAULT_STATISTICS,
@@ -93,6 +94,11 @@ export interface ParsedStatement {
   readonly source: string;
   /** The statement's text, for the annotations the grammar drops with the comments. */
   readonly text: StatementText;
+  /**
+   * A plain CREATE TABLE's elements when its body was parsed apart (pg-table-bodies.ts); its node then has
+   * none. Each element node is shared by every table whose body has the same element text.
+   */
+  readonly elements?: readonly AstNode[];
 }
 
 /**
@@ -211,17 +217,20 @@ async function forEachParsedPiece(
   if (sql.trim() === '') return true;
   const positions = new Positions(sql);
   const pieces = piecesOf(sql);
+  const elements = new Map<string, AstNode>();
   let handed = 0;
   let handedEnd = 0;
   for (const [i, p] of pieces.entries()) {
-    let statements: ParsedStatement[] | undefined;
-    try {
-      const tree = parseTree(p.text);
-      if (i === pieces.length - 1 || endsAtItsCut(tree, p.text))
-        statements = statementsOf(tree, p.text, p.byteOffset, sql, positions, source);
-    } catch {
-      // Parsed below as the whole text, which gives the error's position and message.
-    }
+    const isLast = i === pieces.length - 1;
+    let statements = withElementsApart(p, isLast, sql, positions, source, elements);
+    if (statements === undefined)
+      try {
+        const tree = parseTree(p.text);
+        if (isLast || endsAtItsCut(tree, p.text))
+          statements = statementsOf(tree, p.text, p.byteOffset, sql, positions, source);
+      } catch {
+        // Parsed below as the whole text, which gives the error's position and message.
+      }
     if (statements === undefined) break;
     visit(statements);
     handed += statements.length;
@@ -244,6 +253,56 @@ async function forEachParsedPiece(
 
 interface ParseTree {
   readonly stmts?: readonly { stmt: AstNode; stmt_location?: number; stmt_len?: number }[];
+}
+
+/**
+ * A piece's statements with its plain tables' bodies parsed apart (pg-table-bodies.ts): each element text
+ * not yet in `parsed` is parsed once, all of them in one batch, and each table gets the shared nodes.
+ * Undefined when the piece has no such table, or when anything is not as the reading expected (an element
+ * that is not one table element, a body that does not land in its CREATE TABLE): the caller then parses the
+ * piece as written, which also reports any syntax error as it always has.
+ */
+function withElementsApart(
+  piece: { text: string; byteOffset: number },
+  isLast: boolean,
+  whole: string,
+  positions: Positions,
+  source: string,
+  parsed: Map<string, AstNode>,
+): ParsedStatement[] | undefined {
+  const apart = tableBodiesApart(piece.text);
+  if (apart === undefined) return undefined;
+  try {
+    const fresh = [...new Set(apart.bodies.flatMap((b) => b.elements))].filter((e) => !parsed.has(e));
+    if (fresh.length > 0) {
+      const stmts = parseTree(fresh.map((e) => `CREATE TABLE x (${e});`).join('\n')).stmts ?? [];
+      if (stmts.length !== fresh.length) return undefined;
+      const nodes = stmts.map((s) => {
+        const create = s.stmt['CreateStmt'];
+        const elts = isRecord(create) ? create['tableElts'] : undefined;
+        return Array.isArray(elts) && elts.length === 1 && isRecord(elts[0]) ? elts[0] : undefined;
+      });
+      if (nodes.some((n) => n === undefined)) return undefined;
+      fresh.forEach((e, i) => parsed.set(e, nodes[i] as AstNode));
+    }
+    const tree = parseTree(apart.text);
+    if (!isLast && !endsAtItsCut(tree, apart.text)) return undefined;
+    const out: ParsedStatement[] = [];
+    let taken = 0;
+    for (const s of statementsOf(tree, apart.text, piece.byteOffset, whole, positions, source)) {
+      const body = apart.bodies[taken];
+      if (s.type !== 'CreateStmt' || body === undefined || body.byteOffset >= s.text.end) {
+        out.push(s);
+        continue;
+      }
+      if (body.byteOffset < s.text.start || s.node['tableElts'] !== undefined) return undefined;
+      out.push({ ...s, elements: body.elements.map((e) => parsed.get(e) as AstNode) });
+      taken++;
+    }
+    return taken === apart.bodies.length ? out : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const parseTree = (sql: string): ParseTree => parseSync(sql) as ParseTree;
@@ -422,6 +481,11 @@ export class DesiredStateBuilder {
   private readonly pieceColumns = new WeakMap<AstNode, Column>();
   private readonly pieceConstraints = new WeakMap<AstNode, Constraint>();
   private readonly pieceIndexes = new WeakMap<AstNode, Index>();
+  /** What each column node shared by several desired tables normalises to (addSharedColumn). */
+  private readonly sharedColumns = new WeakMap<
+    AstNode,
+    { readonly column: Mutable<Column>; readonly constraints: readonly Constraint[] }
+  >();
 
   /** @param defaultSchema where unqualified names live: the connecting role's current_schema(). */
   constructor(private readonly defaultSchema: string) {
@@ -850,7 +914,11 @@ export class DesiredStateBuilder {
     if (isRecord(n['partbound'])) {
       const parent = rel(((n['inhRelations'] as unknown[] | undefined) ?? [])[0], this.defaultSchema);
       t.partitionOf = partitionOf(parent.schema, parent.name, n['partbound']);
-      if (((n['tableElts'] as AstNode[] | undefined) ?? []).some((el) => isRecord(el['ColumnDef'])))
+      if (
+        (s.elements ?? (n['tableElts'] as AstNode[] | undefined) ?? []).some((el) =>
+          isRecord(el['ColumnDef']),
+        )
+      )
         throw new DesiredStateError(
           `${what}: column options in PARTITION OF are not supported; a partition has its parent's columns`,
         );
@@ -858,10 +926,12 @@ export class DesiredStateBuilder {
     if (this.tables.has(objectKey(schema, name)))
       throw new DesiredStateError(`${what} is declared twice; keep one declaration`);
     this.tables.set(objectKey(schema, name), t);
-    const elements = (n['tableElts'] as AstNode[] | undefined) ?? [];
+    const elements = s.elements ?? (n['tableElts'] as AstNode[] | undefined) ?? [];
     for (const el of elements) {
       if (this.isUnmanagedRelation(t)) return;
-      if (isRecord(el['ColumnDef'])) this.addColumn(t, el['ColumnDef'], what);
+      if (isRecord(el['ColumnDef']))
+        if (s.elements !== undefined) this.addSharedColumn(t, el['ColumnDef'], what);
+        else this.addColumn(t, el['ColumnDef'], what);
       else if (isRecord(el['Constraint'])) this.addTableConstraint(t, el['Constraint'], what);
       else throw new DesiredStateError(`${what}: ${Object.keys(el)[0]} in a table body is not supported`);
     }
@@ -947,6 +1017,29 @@ export class DesiredStateBuilder {
     if (t.columns.some((x) => x.name === colName))
       throw new DesiredStateError(`${what}: column ${colName} is declared twice`);
     t.columns.push(col);
+  }
+
+  /**
+   * addColumn for a column node shared by several tables (ParsedStatement.elements): the column and the
+   * constraints it declares are normalised once, on a scratch table (neither depends on the table), and each
+   * table takes copies. A column that fails is not remembered: each table reports its own problem.
+   */
+  private addSharedColumn(t: TableDraft, def: AstNode, what: string): void {
+    let shared = this.sharedColumns.get(def);
+    if (shared === undefined) {
+      const scratch: TableDraft = { ...t, columns: [], constraints: [], indexes: [] };
+      this.addColumn(scratch, def, what);
+      const column = scratch.columns[0];
+      if (scratch.columns.length !== 1 || column === undefined)
+        throw new Error('a shared column piece is not one column');
+      shared = { column, constraints: scratch.constraints };
+      this.sharedColumns.set(def, shared);
+    }
+    const { column, constraints } = shared;
+    if (t.columns.some((x) => x.name === column.name))
+      throw new DesiredStateError(`${what}: column ${column.name} is declared twice`);
+    for (const c of constraints) t.constraints.push({ ...c });
+    t.columns.push({ ...column });
   }
 
   private addTableConstraint(t: TableDraft, c: AstNode, what: string): void {

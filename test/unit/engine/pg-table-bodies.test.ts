@@ -1,0 +1,141 @@
+import { strict as assert } from 'node:assert';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { canonicalJson } from '../../../src/engine/canonical-json.ts';
+import { DesiredStateBuilder, loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
+import { ensureParser } from '../../../src/engine/pg/pg-parser.ts';
+import { tableBodiesApart } from '../../../src/engine/pg/pg-table-bodies.ts';
+
+const elementsOf = (sql: string) => tableBodiesApart(sql)?.bodies.map((b) => b.elements);
+
+describe('tableBodiesApart: plain CREATE TABLE bodies found without parsing', () => {
+  test('a body is split at its top-level commas, and blanked keeping every offset and line', () => {
+    const sql =
+      'CREATE TABLE a (\n  id bigint NOT NULL,\n  n numeric(12,2) CHECK (n IN (1, 2)),\n  s text DEFAULT \'x, y\',\n  "q,""" int\n);\n' +
+      'CREATE UNLOGGED TABLE IF NOT EXISTS "S".t(x int);\n';
+    const apart = tableBodiesApart(sql);
+    assert.ok(apart);
+    assert.deepEqual(
+      apart.bodies.map((b) => b.elements),
+      [
+        ['id bigint NOT NULL', 'n numeric(12,2) CHECK (n IN (1, 2))', "s text DEFAULT 'x, y'", '"q,""" int'],
+        ['x int'],
+      ],
+    );
+    assert.equal(apart.text.length, sql.length);
+    assert.equal(apart.text.split('\n').length, sql.split('\n').length);
+    assert.equal(
+      apart.text.replace(/ +/g, ' '),
+      'CREATE TABLE a (\n \n \n \n \n);\nCREATE UNLOGGED TABLE IF NOT EXISTS "S".t( );\n',
+    );
+    assert.deepEqual(
+      apart.bodies.map((b) => sql.slice(b.byteOffset, b.byteOffset + 1)),
+      ['(', '('],
+    );
+  });
+
+  test('byte offsets count UTF-8 bytes of the text before a body', () => {
+    const sql = "COMMENT ON SCHEMA public IS 'café';\nCREATE TABLE t (id int);\n";
+    const apart = tableBodiesApart(sql);
+    assert.equal(apart?.bodies[0]?.byteOffset, Buffer.from(sql).indexOf('(id'));
+  });
+
+  test('anything the reading is not sure of is left to the parser', () => {
+    const left = [
+      'CREATE TABLE t (id int -- a comment\n);\n',
+      'CREATE TABLE t (id int /* a comment */);\n',
+      "CREATE TABLE t (s text DEFAULT E'a\\'b');\n",
+      'CREATE TABLE t (s text DEFAULT $$a$$);\n',
+      "CREATE TABLE t (s text DEFAULT 'café');\n",
+      'CREATE TABLE t (id int) INHERITS (p);\n',
+      'CREATE TABLE t (id int) PARTITION BY RANGE (id);\n',
+      'CREATE TABLE t PARTITION OF p FOR VALUES IN (1);\n',
+      'CREATE TABLE t OF typ (id WITH OPTIONS NOT NULL);\n',
+      'CREATE TEMP TABLE t (id int);\n',
+      'CREATE SCHEMA s CREATE TABLE t (id int);\n',
+      'CREATE TABLE t (id int); CREATE TABLE u (id int);\n',
+      'CREATE TABLE t (id int,);\n',
+      'CREATE TABLE t ();\n',
+      'CREATE TABLE t (id int)',
+      '-- ptah:renamed-from old\nCREATE TABLE t (id int);\n',
+      'CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$\nBEGIN\nCREATE TABLE t (id int);\nEND $$;\n',
+      "SELECT '\nCREATE TABLE t (id int);\n';\n",
+    ];
+    for (const sql of left) assert.equal(elementsOf(sql), undefined, sql);
+  });
+
+  test('a table after a comment line, or after a statement the scan skips, is found', () => {
+    assert.deepEqual(elementsOf('--\n-- Name: t\n--\n\nCREATE TABLE public.t (\n    id integer\n);\n'), [
+      ['id integer'],
+    ]);
+    assert.deepEqual(
+      elementsOf(
+        'CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1;\n$$;\nCREATE TABLE t (id int);\n',
+      ),
+      [['id int']],
+    );
+  });
+});
+
+const REAL = join(import.meta.dirname, '../../fixtures/real-schemas');
+const CASES = join(import.meta.dirname, '../../cases/pg');
+
+/** The model (or the problems) the desired files give as loaded for a plan, and as loaded statement by statement. */
+async function bothWays(sql: string): Promise<[string, string]> {
+  const files = [{ path: 'desired.sql', sql }];
+  const fast = await loadDesiredSql(files, 'public').then(canonicalJson, (e: Error) => `error: ${e.message}`);
+  let whole: string;
+  try {
+    const b = new DesiredStateBuilder('public');
+    b.addFiles(files);
+    whole = canonicalJson(b.build());
+  } catch (e) {
+    whole = `error: ${(e as Error).message}`;
+  }
+  return [fast, whole];
+}
+
+describe('tables whose bodies were parsed apart load as the whole text does', () => {
+  test('every real schema', async () => {
+    await ensureParser();
+    for (const name of readdirSync(REAL)) {
+      const [fast, whole] = await bothWays(readFileSync(join(REAL, name, 'schema.sql'), 'utf8'));
+      assert.ok(fast === whole, name);
+    }
+  });
+
+  test('every state of every PostgreSQL case, problems included', async () => {
+    await ensureParser();
+    let compared = 0;
+    for (const file of readdirSync(CASES).filter((f) => f.endsWith('.yaml'))) {
+      const cases = parseYaml(readFileSync(join(CASES, file), 'utf8')) as Record<string, unknown>[];
+      for (const c of cases)
+        for (const key of ['current', 'desired'])
+          if (typeof c[key] === 'string' && c[key] !== '') {
+            const [fast, whole] = await bothWays(c[key]);
+            assert.equal(fast, whole, `${file}: ${String(c['name'])} (${key})`);
+            compared++;
+          }
+    }
+    assert.ok(compared > 500, `${compared} states compared`);
+  });
+
+  test('a column declared twice, or a shared column that fails, is reported for each table', async () => {
+    await ensureParser();
+    const sql =
+      'CREATE TABLE a (id int, id int);\nCREATE TABLE b (id int, id int);\n' +
+      'CREATE TABLE c (x int DEFERRABLE);\nCREATE TABLE d (x int DEFERRABLE);\n';
+    const [fast, whole] = await bothWays(sql);
+    assert.equal(fast, whole);
+    assert.match(
+      fast,
+      /table public\.a: column id is declared twice[\s\S]*table public\.b: column id is declared twice/,
+    );
+    assert.match(
+      fast,
+      /table public\.c: column x: a deferrability[\s\S]*table public\.d: column x: a deferrability/,
+    );
+  });
+});
