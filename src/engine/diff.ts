@@ -259,7 +259,9 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
   // Names only: a view records the relations it reads by name (relname).
   const retypedTables = new Set<string>();
   const retypedKeys = new Set<string>();
-  for (const t of topologicalTables([...toTables.values()])) {
+  // One order for the tables, their reference rows and the changes (it is computed from the key order alone).
+  const tablesInOrder = topologicalTables(to.tables);
+  for (const t of tablesInOrder) {
     const k = objectKey(t.schema, t.name);
     const live = fromTables.get(k);
     if (!live) {
@@ -381,7 +383,7 @@ export function diffModels({ from: liveModel, to, liveRows }: DiffInput): Change
   }
 
   // Reference rows
-  const order = topologicalTables(to.tables).map((t) => objectKey(t.schema, t.name));
+  const order = tablesInOrder.map((t) => objectKey(t.schema, t.name));
   const desiredRows = [...to.rows].sort(
     (a, b) => order.indexOf(objectKey(a.schema, a.table)) - order.indexOf(objectKey(b.schema, b.table)),
   );

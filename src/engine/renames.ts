@@ -14,6 +14,11 @@ interface Renamed {
 }
 
 export function applyRenames(from: SchemaModel, to: SchemaModel): Renamed {
+  // Only a table that declares a rename (its own or a column's) can give one; the rest are not sorted.
+  const declaring = to.tables.filter(
+    (t) => t.renamedFrom !== undefined || t.columns.some((c) => c.renamedFrom !== undefined),
+  );
+  if (declaring.length === 0) return { live: from, changes: [] };
   const changes: Change[] = [];
   const liveTables = new Map(from.tables.map((t) => [objectKey(t.schema, t.name), t]));
   const desiredTables = new Map(to.tables.map((t) => [objectKey(t.schema, t.name), t]));
@@ -21,7 +26,7 @@ export function applyRenames(from: SchemaModel, to: SchemaModel): Renamed {
   const tableRenames = new Map<string, string>();
   // Live table key (before renaming) → old column → new column.
   const columnRenames = new Map<string, Map<string, string>>();
-  for (const t of [...to.tables].sort((a, b) =>
+  for (const t of declaring.sort((a, b) =>
     objectKey(a.schema, a.name).localeCompare(objectKey(b.schema, b.name)),
   )) {
     let liveKey = objectKey(t.schema, t.name);
