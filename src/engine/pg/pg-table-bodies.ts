@@ -56,6 +56,8 @@ const QUOTE = 0x27;
 const DOUBLE_QUOTE = 0x22;
 const OPEN = 0x28;
 const CLOSE = 0x29;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const DASH = 0x2d;
 const SLASH = 0x2f;
@@ -64,8 +66,8 @@ const STAR = 0x2a;
 const refused = (unit: number) => unit === 0x24 || unit === 0x5c || unit === SEMICOLON || unit >= 0x80;
 
 /**
- * The body opening at `open` (its `(`) up to its matching `)` before `limit`, split at its top-level commas;
- * undefined when the body is not one this reading is sure of (see the module's comment).
+ * The body opening at `open` (its `(`) up to its matching `)` before `limit`, split at its top-level commas
+ * (outside parentheses and brackets: `DEFAULT ARRAY[1, 2]`); undefined when the body is not one this reading is sure of (see the module's comment).
  */
 function bodyAt(
   text: string,
@@ -83,8 +85,10 @@ function bodyAt(
       if (end < 0 || end >= limit) return undefined;
       for (let j = i + 1; j < end; j++) if (refused(text.charCodeAt(j))) return undefined;
       i = end;
-    } else if (unit === OPEN) depth++;
-    else if (unit === CLOSE) {
+    } else if (unit === OPEN || unit === OPEN_BRACKET) depth++;
+    else if (unit === CLOSE_BRACKET) {
+      if (--depth < 0) return undefined;
+    } else if (unit === CLOSE) {
       if (depth === 0) {
         const last = text.slice(start, i).trim();
         if (last === '') return undefined;

@@ -36,6 +36,12 @@ describe('tableBodiesApart: plain CREATE TABLE bodies found without parsing', ()
     );
   });
 
+  test('a comma inside brackets or parentheses does not split', () => {
+    assert.deepEqual(elementsOf('CREATE TABLE t (a int[] DEFAULT ARRAY[1, 2], b numeric(6, 2));\n'), [
+      ['a int[] DEFAULT ARRAY[1, 2]', 'b numeric(6, 2)'],
+    ]);
+  });
+
   test('byte offsets count UTF-8 bytes of the text before a body', () => {
     const sql = "COMMENT ON SCHEMA public IS 'café';\nCREATE TABLE t (id int);\n";
     const apart = tableBodiesApart(sql);
