@@ -478,10 +478,9 @@ export class DesiredStateBuilder {
   private readonly objects: PgObjects;
 
   /** What each once-parsed catalog piece normalises to, under its piece's fixed name (addCatalogPieces). */
-  private readonly pieceColumns = new WeakMap<AstNode, Column>();
   private readonly pieceConstraints = new WeakMap<AstNode, Constraint>();
   private readonly pieceIndexes = new WeakMap<AstNode, Index>();
-  /** What each column node shared by several desired tables normalises to (addSharedColumn). */
+  /** What each column node shared by several tables normalises to (sharedColumn). */
   private readonly sharedColumns = new WeakMap<
     AstNode,
     { readonly column: Mutable<Column>; readonly constraints: readonly Constraint[] }
@@ -861,15 +860,8 @@ export class DesiredStateBuilder {
     if (t === undefined) return;
     const what = `${this.where(p.header)}: table ${schema}.${name}`;
     for (const c of p.columns) {
-      let column = this.pieceColumns.get(c.def);
-      if (column === undefined) {
-        const scratch: TableDraft = { ...t, columns: [], constraints: [], indexes: [] };
-        this.addColumn(scratch, c.def, what);
-        column = scratch.columns[0];
-        if (scratch.columns.length !== 1 || column === undefined || scratch.constraints.length > 0)
-          throw new Error('a catalog column piece is not one column alone');
-        this.pieceColumns.set(c.def, column);
-      }
+      const { column, constraints } = this.sharedColumn(t, c.def, what);
+      if (constraints.length > 0) throw new Error('a catalog column piece is not one column alone');
       if (t.columns.some((x) => x.name === c.name))
         throw new DesiredStateError(`${what}: column ${c.name} is declared twice`);
       t.columns.push({ ...column, name: c.name });
@@ -1020,11 +1012,15 @@ export class DesiredStateBuilder {
   }
 
   /**
-   * addColumn for a column node shared by several tables (ParsedStatement.elements): the column and the
-   * constraints it declares are normalised once, on a scratch table (neither depends on the table), and each
-   * table takes copies. A column that fails is not remembered: each table reports its own problem.
+   * A column node shared by several tables (a catalog piece, or ParsedStatement.elements), normalised once
+   * with the constraints it declares, on a scratch table: neither depends on the table. A column that fails
+   * is not remembered, so each table reports its own problem.
    */
-  private addSharedColumn(t: TableDraft, def: AstNode, what: string): void {
+  private sharedColumn(
+    t: TableDraft,
+    def: AstNode,
+    what: string,
+  ): { readonly column: Mutable<Column>; readonly constraints: readonly Constraint[] } {
     let shared = this.sharedColumns.get(def);
     if (shared === undefined) {
       const scratch: TableDraft = { ...t, columns: [], constraints: [], indexes: [] };
@@ -1035,7 +1031,12 @@ export class DesiredStateBuilder {
       shared = { column, constraints: scratch.constraints };
       this.sharedColumns.set(def, shared);
     }
-    const { column, constraints } = shared;
+    return shared;
+  }
+
+  /** addColumn for a column node shared by several desired tables: each table takes copies. */
+  private addSharedColumn(t: TableDraft, def: AstNode, what: string): void {
+    const { column, constraints } = this.sharedColumn(t, def, what);
     if (t.columns.some((x) => x.name === column.name))
       throw new DesiredStateError(`${what}: column ${column.name} is declared twice`);
     for (const c of constraints) t.constraints.push({ ...c });
