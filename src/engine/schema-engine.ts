@@ -249,7 +249,7 @@ export interface PlanResult {
   readonly outcome: 'changes' | 'no_changes' | 'refused';
   readonly dialect: string;
   readonly changes: readonly ClassifiedChange[];
-  /** The plan document and its exact bytes; absent when refused. */
+  /** The plan document and its exact bytes, written when first read; absent when refused. */
   readonly plan?: PlanDocument;
   readonly bytes?: string;
   readonly digest?: string;
@@ -278,23 +278,9 @@ async function computeChanges(
   session: TargetSession,
   source: DesiredSource,
   scope: ScopeOptions,
-  fingerprinted: boolean,
-): Promise<{
-  live: LiveState;
-  desired: SchemaModel;
-  changes: ClassifiedChange[];
-  desiredFingerprint?: string;
-}> {
+): Promise<{ live: LiveState; desired: SchemaModel; changes: ClassifiedChange[] }> {
   const exclude = scope.exclude ?? [];
-  // A plan states the desired state's fingerprint: hashed as soon as it is loaded, most often while the
-  // catalog is still answering, and kept unless resolving it against the database changed it.
-  let early: { loaded: SchemaModel; fingerprint: string } | undefined;
-  const load = async (defaultSchema: string) => {
-    const loaded = await loadDesired(dialect, source, defaultSchema);
-    if (fingerprinted)
-      early = { loaded, fingerprint: desiredFingerprint(dialect, excludeObjects(loaded, exclude)) };
-    return loaded;
-  };
+  const load = (defaultSchema: string) => loadDesired(dialect, source, defaultSchema);
   // The live schema says which schema the desired state's unqualified names mean; once the inspection has
   // read it, the desired state loads while the rest of the catalog answers.
   let loading: Promise<SchemaModel> | undefined;
@@ -332,14 +318,7 @@ async function computeChanges(
     dialect.tableWork === undefined
       ? classified
       : withTableWork(classified, (c) => dialect.tableWork?.(c, classified));
-  if (!fingerprinted) return { live, desired: desiredNorm, changes };
-  return {
-    live,
-    desired: desiredNorm,
-    changes,
-    desiredFingerprint:
-      early?.loaded === resolved ? early.fingerprint : desiredFingerprint(dialect, desiredNorm),
-  };
+  return { live, desired: desiredNorm, changes };
 }
 
 export async function plan(
@@ -353,7 +332,7 @@ export async function plan(
   const session = await connectTarget(dialect, url);
   try {
     await run(session, dialect.beginReadOnly());
-    const computed = await computeChanges(dialect, session, source, scope, true);
+    const computed = await computeChanges(dialect, session, source, scope);
     const { live, desired } = computed;
     // Counted in the plan's own snapshot, so the header states what these very drops take with them.
     const { header, changes } = headerOf(
@@ -402,26 +381,42 @@ export async function plan(
         })),
       ),
     );
-    const doc: PlanDocument = {
-      format_version: PLAN_FORMAT_VERSION,
-      dialect: dialect.name,
-      from_fingerprint: live.fingerprint,
-      to_fingerprint: computed.desiredFingerprint ?? desiredFingerprint(dialect, desired),
-      destructive: changes.some((c) => c.classification.destructive),
-      header,
-      statements,
-      managed_rows: managedRowsOf(desired),
-      rows_fingerprint: canonicalDigest(
-        desired.rows.map((r) => ({ schema: r.schema, table: r.table, rows: r.rows })),
-      ),
+    // Written when asked: a plan with nothing to do, printed for a person, states neither fingerprint, and
+    // hashing the two models is the largest step left once the catalog has answered. (Hashing the desired
+    // state while the catalog answered was mostly wasted: resolving it against the database, for partition
+    // bounds or operator classes, makes a new model to hash again.)
+    let written: { plan: PlanDocument; bytes: string; digest: string } | undefined;
+    const write = () => {
+      if (written !== undefined) return written;
+      const doc: PlanDocument = {
+        format_version: PLAN_FORMAT_VERSION,
+        dialect: dialect.name,
+        from_fingerprint: live.fingerprint,
+        to_fingerprint: desiredFingerprint(dialect, desired),
+        destructive: changes.some((c) => c.classification.destructive),
+        header,
+        statements,
+        managed_rows: managedRowsOf(desired),
+        rows_fingerprint: canonicalDigest(
+          desired.rows.map((r) => ({ schema: r.schema, table: r.table, rows: r.rows })),
+        ),
+      };
+      const bytes = serialisePlan(doc);
+      written = { plan: doc, bytes, digest: digestOf(bytes) };
+      return written;
     };
-    const bytes = serialisePlan(doc);
     return {
       ...base,
       outcome: statements.length > 0 ? 'changes' : 'no_changes',
-      plan: doc,
-      bytes,
-      digest: digestOf(bytes),
+      get plan() {
+        return write().plan;
+      },
+      get bytes() {
+        return write().bytes;
+      },
+      get digest() {
+        return write().digest;
+      },
     };
   } finally {
     await session.close();
@@ -605,13 +600,7 @@ export async function drift(
   const session = await connectTarget(dialect, url);
   try {
     await run(session, dialect.beginReadOnly());
-    const { changes } = await computeChanges(
-      dialect,
-      session,
-      source,
-      { exclude: scope.exclude ?? [] },
-      false,
-    );
+    const { changes } = await computeChanges(dialect, session, source, { exclude: scope.exclude ?? [] });
     const server = await dialect.describeServer(session);
     await session.query('COMMIT');
     const counts = new Map<DriftCategory, { count: number; severity: Severity }>();
