@@ -6,6 +6,7 @@
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { ensureParser, parseSync } from './pg-parser.ts';
 import { tableBodiesApart } from './pg-table-bodies.ts';
+import { type ConstraintTemplate, constraintTemplate, withNames } from './pg-constraint-templates.ts';
 import { DesiredStateError } from '../desired-state-error.ts';
 import {
   DEFAULT_STATISTICS,
@@ -273,7 +274,12 @@ function withElementsApart(
   const apart = tableBodiesApart(piece.text);
   if (apart === undefined) return undefined;
   try {
-    const fresh = [...new Set(apart.bodies.flatMap((b) => b.elements))].filter((e) => !parsed.has(e));
+    // A constraint is parsed as its template, once per shape (pg-constraint-templates.ts).
+    const templates = new Map<string, ConstraintTemplate | undefined>();
+    for (const b of apart.bodies)
+      for (const e of b.elements) if (!templates.has(e)) templates.set(e, constraintTemplate(e));
+    const keyOf = (e: string) => templates.get(e)?.text ?? e;
+    const fresh = [...new Set([...templates.keys()].map(keyOf))].filter((k) => !parsed.has(k));
     if (fresh.length > 0) {
       const stmts = parseTree(fresh.map((e) => `CREATE TABLE x (${e});`).join('\n')).stmts ?? [];
       if (stmts.length !== fresh.length) return undefined;
@@ -296,7 +302,15 @@ function withElementsApart(
         continue;
       }
       if (body.byteOffset < s.text.start || s.node['tableElts'] !== undefined) return undefined;
-      out.push({ ...s, elements: body.elements.map((e) => parsed.get(e) as AstNode) });
+      const elements: AstNode[] = [];
+      for (const e of body.elements) {
+        const node = parsed.get(keyOf(e)) as AstNode;
+        const template = templates.get(e);
+        const named = template === undefined ? node : withNames(node, template);
+        if (named === undefined) return undefined;
+        elements.push(named);
+      }
+      out.push({ ...s, elements });
       taken++;
     }
     return taken === apart.bodies.length ? out : undefined;

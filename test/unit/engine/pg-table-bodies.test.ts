@@ -7,6 +7,7 @@ import { canonicalJson } from '../../../src/engine/canonical-json.ts';
 import { DesiredStateBuilder, loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
 import { ensureParser } from '../../../src/engine/pg/pg-parser.ts';
 import { tableBodiesApart } from '../../../src/engine/pg/pg-table-bodies.ts';
+import { constraintTemplate } from '../../../src/engine/pg/pg-constraint-templates.ts';
 
 const elementsOf = (sql: string) => tableBodiesApart(sql)?.bodies.map((b) => b.elements);
 
@@ -143,5 +144,82 @@ describe('tables whose bodies were parsed apart load as the whole text does', ()
       fast,
       /table public\.c: column x: a deferrability[\s\S]*table public\.d: column x: a deferrability/,
     );
+  });
+});
+
+describe('constraintTemplate: a constraint parsed once per shape, its own names put back', () => {
+  test('the names come out as the parser reads them', () => {
+    assert.deepEqual(constraintTemplate('CONSTRAINT T1_Pkey PRIMARY KEY (id)'), {
+      text: 'CONSTRAINT c PRIMARY KEY (id)',
+      name: 't1_pkey',
+    });
+    assert.deepEqual(
+      constraintTemplate(
+        'CONSTRAINT "Fk ""x""" FOREIGN KEY (a) REFERENCES "S" . Parent(id) ON DELETE CASCADE',
+      ),
+      {
+        text: 'CONSTRAINT c FOREIGN KEY (a) REFERENCES s.r (id) ON DELETE CASCADE',
+        name: 'Fk "x"',
+        references: { schema: 'S', table: 'parent' },
+      },
+    );
+    assert.deepEqual(constraintTemplate('CONSTRAINT f FOREIGN KEY (a) REFERENCES t (id)')?.references, {
+      table: 't',
+    });
+  });
+
+  test('a name the parser might not read as that name stays as written', () => {
+    // A keyword of any kind, a name PostgreSQL would cut, no name at all.
+    assert.equal(constraintTemplate('CONSTRAINT primary PRIMARY KEY (id)'), undefined);
+    assert.equal(constraintTemplate('CONSTRAINT name PRIMARY KEY (id)'), undefined);
+    assert.equal(constraintTemplate(`CONSTRAINT ${'k'.repeat(64)} PRIMARY KEY (id)`), undefined);
+    assert.equal(constraintTemplate('PRIMARY KEY (id)'), undefined);
+    assert.equal(constraintTemplate('id int'), undefined);
+    // The referenced table is kept as written when it is a keyword, when REFERENCES is written twice, or
+    // when no column list follows it.
+    for (const body of [
+      'FOREIGN KEY (a) REFERENCES "user" (id)',
+      'FOREIGN KEY (a) REFERENCES user (id)',
+      'FOREIGN KEY ("REFERENCES t (") REFERENCES p (id)',
+      'FOREIGN KEY (a) REFERENCES p ON DELETE CASCADE',
+    ])
+      assert.equal(
+        constraintTemplate(`CONSTRAINT f ${body}`)?.text,
+        body.startsWith('FOREIGN KEY (a) REFERENCES "user"')
+          ? 'CONSTRAINT c FOREIGN KEY (a) REFERENCES r (id)'
+          : `CONSTRAINT c ${body}`,
+        body,
+      );
+  });
+
+  test('tables whose constraints share a template load as the whole text does, problems included', async () => {
+    await ensureParser();
+    const tables = [
+      'CREATE SCHEMA app;',
+      'CREATE TABLE app.p (id int PRIMARY KEY);',
+      'CREATE TABLE p (id int PRIMARY KEY, CONSTRAINT "Uq ""p""" UNIQUE (id));',
+      'CREATE TABLE "user" (id int, CONSTRAINT User_Pkey PRIMARY KEY (id));',
+      'CREATE TABLE a (id int, p_id int, CONSTRAINT a_pkey PRIMARY KEY (id), CONSTRAINT a_p FOREIGN KEY (p_id) REFERENCES p (id) ON DELETE CASCADE);',
+      'CREATE TABLE b (id int, p_id int, CONSTRAINT b_pkey PRIMARY KEY (id), CONSTRAINT b_p FOREIGN KEY (p_id) REFERENCES app.p (id), CONSTRAINT b_u FOREIGN KEY (p_id) REFERENCES "user" (id));',
+      `CREATE TABLE d (id int, CONSTRAINT ${'d'.repeat(70)} PRIMARY KEY (id));`,
+      'CREATE TABLE f (id int, CONSTRAINT name PRIMARY KEY (id));',
+    ];
+    const [fast, whole] = await bothWays(tables.join('\n') + '\n');
+    assert.equal(fast, whole);
+    assert.match(fast, /"name":"Uq \\"p\\""/);
+    assert.match(fast, /"name":"user_pkey"/);
+    assert.match(fast, /"name":"b_p"[^}]*"refSchema":"app"/);
+    // A template whose parse does not read its fixed names where they were put: the text is parsed as written.
+    const [litFast, litWhole] = await bothWays(
+      "CREATE TABLE c (id int, note text, CONSTRAINT c_note CHECK (note <> 'REFERENCES x ('));\n",
+    );
+    assert.equal(litFast, litWhole);
+    assert.match(litFast, /REFERENCES x \(/);
+    // A reserved word as a constraint's name is the parser's error, as written.
+    const [badFast, badWhole] = await bothWays(
+      'CREATE TABLE e (id int, CONSTRAINT primary PRIMARY KEY (id));\n',
+    );
+    assert.equal(badFast, badWhole);
+    assert.match(badFast, /^error: /);
   });
 });
