@@ -152,8 +152,8 @@ async function approved(bytes: Buffer): Promise<boolean> {
 }
 
 /** Only the form asked for is made: a plan's JSON reads its document, which hashes both states. */
-function print(json: boolean, doc: () => unknown, text: () => string): void {
-  process.stdout.write(json ? JSON.stringify(doc()) + '\n' : text());
+function print(json: boolean, form: { json: () => unknown; text: () => string }): void {
+  process.stdout.write(json ? JSON.stringify(form.json()) + '\n' : form.text());
 }
 
 export async function runSchemaCommand(argv: readonly string[]): Promise<number> {
@@ -241,7 +241,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
     case 'inspect': {
       const u = target();
       const r = await inspect(u.url, await dialectFor(u.dialect), { exclude });
-      print(json, () => inspectJson(r), () => inspectText(r));
+      print(json, { json: () => inspectJson(r), text: () => inspectText(r) });
       return EXIT.ok;
     }
     case 'plan': {
@@ -259,7 +259,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
       );
       const out = one(f, 'out');
       if (out !== undefined && r.bytes !== undefined) writeFileSync(out, r.bytes);
-      print(json, () => planJson(r, out), () => planText(r, out));
+      print(json, { json: () => planJson(r, out), text: () => planText(r, out) });
       return r.outcome === 'refused' ? EXIT.refused : r.outcome === 'changes' ? EXIT.changes : EXIT.ok;
     }
     case 'apply': {
@@ -286,7 +286,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
         dryRun,
         ...(lockTimeoutMs !== undefined ? { lockTimeoutMs } : {}),
       });
-      print(json, () => applyJson(r), () => applyText(r));
+      print(json, { json: () => applyJson(r), text: () => applyText(r) });
       switch (r.outcome) {
         case 'applied':
         case 'validated':
@@ -313,7 +313,7 @@ async function dispatch(command: string, f: Flags, json: boolean, secrets: strin
         { files, ...(dev ? { devUrl: dev } : {}) },
         { exclude },
       );
-      print(json, () => driftJson(r), () => driftText(r));
+      print(json, { json: () => driftJson(r), text: () => driftText(r) });
       return r.drifted ? EXIT.changes : EXIT.ok;
     }
     default:
