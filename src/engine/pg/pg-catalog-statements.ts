@@ -73,6 +73,42 @@ const spellings = (name: string) => [name, quoteIdent(name)];
 function foreignKeyTemplate(c: CatalogConstraint): ForeignKeyTemplate | undefined {
   if (c.references === undefined) return undefined;
   const { schema, table } = c.references;
+  const { body } = c;
+  // Each spelling starts right after a `REFERENCES `: with one such word in the body, at most one spelling
+  // is found, there, and it is found by comparing in place rather than by searching the body for each.
+  const word = body.indexOf(REFERENCES);
+  if (word < 0 || body.includes(REFERENCES, word + 1)) return foreignKeyTemplateSearched(c);
+  const at = word + REFERENCES.length;
+  // As the search counts them: each distinct spelling found is one, and only one may be.
+  const found = new Map<string, ForeignKeyTemplate>();
+  for (const t of spellings(table)) {
+    if (body.startsWith(t, at) && body.charCodeAt(at + t.length) === OPEN)
+      found.set(t, { body: `${body.slice(0, at)}r${body.slice(at + t.length)}`, qualified: false });
+    for (const sch of spellings(schema)) {
+      const dot = at + sch.length;
+      if (
+        body.startsWith(sch, at) &&
+        body.charCodeAt(dot) === DOT &&
+        body.startsWith(t, dot + 1) &&
+        body.charCodeAt(dot + 1 + t.length) === OPEN
+      )
+        found.set(`${sch}.${t}`, {
+          body: `${body.slice(0, at)}s.r${body.slice(dot + 1 + t.length)}`,
+          qualified: true,
+        });
+    }
+  }
+  return found.size === 1 ? [...found.values()][0] : undefined;
+}
+
+const REFERENCES = 'REFERENCES ';
+const OPEN = 0x28;
+const DOT = 0x2e;
+
+/** foreignKeyTemplate for a body with more than one `REFERENCES `: every spelling searched for. */
+function foreignKeyTemplateSearched(c: CatalogConstraint): ForeignKeyTemplate | undefined {
+  if (c.references === undefined) return undefined;
+  const { schema, table } = c.references;
   const found: { at: number; text: string; qualified: boolean }[] = [];
   const candidates = new Map<string, boolean>();
   for (const t of spellings(table)) {
@@ -163,55 +199,61 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): CatalogStat
     return item;
   });
   const texts: string[] = [];
-  const pieces = new Map<string, AstNode | undefined>();
-  const columnKey = (body: string) => `c ${body}`;
-  const constraintKey = (body: string) => `CONSTRAINT c ${body}`;
-  const indexKey = (template: string) => `i ${template}`;
+  // Each kind of piece keyed by its own text: a key written afresh for every lookup was hashed afresh too.
+  const columns = new Map<string, AstNode | undefined>();
+  const constraints = new Map<string, AstNode | undefined>();
+  const indexes = new Map<string, ParsedStatement | undefined>();
   const foreignKeys = new Map<CatalogConstraint, ForeignKeyTemplate>();
-  for (const item of items) {
-    if (typeof item === 'string' || isIndex(item)) continue;
-    for (const c of item.constraints) {
-      const template = foreignKeyTemplate(c);
-      if (template !== undefined) foreignKeys.set(c, template);
-    }
-  }
-  const bodyOf = (c: CatalogConstraint) => foreignKeys.get(c)?.body ?? c.body;
+  const constraintBodies = new Map<CatalogConstraint, string>();
   for (const item of items) {
     if (typeof item === 'string') {
       texts.push(item);
       continue;
     }
     if (isIndex(item)) {
-      pieces.set(indexKey(templates.get(item) ?? ''), undefined);
+      indexes.set(templates.get(item) ?? '', undefined);
       continue;
     }
-    for (const c of item.columns) pieces.set(columnKey(c.body), undefined);
-    for (const c of item.constraints) pieces.set(constraintKey(bodyOf(c)), undefined);
+    for (const c of item.columns) columns.set(c.body, undefined);
+    for (const c of item.constraints) {
+      const template = foreignKeyTemplate(c);
+      if (template !== undefined) foreignKeys.set(c, template);
+      const body = template?.body ?? c.body;
+      constraintBodies.set(c, body);
+      constraints.set(body, undefined);
+    }
   }
   // One statement per piece, so the nth parsed statement is the nth piece; the first is the header.
-  const keys = [...pieces.keys()];
+  const columnKeys = [...columns.keys()];
+  const constraintKeys = [...constraints.keys()];
+  const indexKeys = [...indexes.keys()];
   const parsedPieces = parseStatements(
     [
       'CREATE TABLE "s"."t" ();',
-      ...keys.map((k) => (k.startsWith('i ') ? k.slice(2) : `CREATE TABLE x (${k});`)),
+      ...columnKeys.map((body) => `CREATE TABLE x (c ${body});`),
+      ...constraintKeys.map((body) => `CREATE TABLE x (CONSTRAINT c ${body});`),
+      ...indexKeys,
     ].join('\n'),
     'catalog',
   );
-  if (parsedPieces.length !== keys.length + 1) throw new Error('catalog pieces did not parse one by one');
+  if (parsedPieces.length !== 1 + columnKeys.length + constraintKeys.length + indexKeys.length)
+    throw new Error('catalog pieces did not parse one by one');
   const header = parsedPieces[0] as ParsedStatement;
   const relation = record(record(header.node['relation'])['RangeVar']);
-  const indexes = new Map<string, ParsedStatement>();
-  keys.forEach((k, i) => {
-    const parsed = parsedPieces[i + 1] as ParsedStatement;
-    if (k.startsWith('i ')) {
-      if (parsed.type !== 'IndexStmt') throw new Error('a catalog index is not one index');
-      indexes.set(k, parsed);
-      return;
-    }
-    const elts = parsed.node['tableElts'] as AstNode[] | undefined;
-    if (elts?.length !== 1) throw new Error('a catalog piece is not one table element');
-    pieces.set(k, elts[0]);
-  });
+  let next = 1;
+  const element = (kind: 'ColumnDef' | 'Constraint') => {
+    const elts = (parsedPieces[next++] as ParsedStatement).node['tableElts'] as AstNode[] | undefined;
+    if (elts?.length !== 1 || elts[0]?.[kind] === undefined)
+      throw new Error('a catalog piece is not one table element');
+    return record(elts[0][kind]);
+  };
+  for (const body of columnKeys) columns.set(body, element('ColumnDef'));
+  for (const body of constraintKeys) constraints.set(body, element('Constraint'));
+  for (const template of indexKeys) {
+    const parsed = parsedPieces[next++] as ParsedStatement;
+    if (parsed.type !== 'IndexStmt') throw new Error('a catalog index is not one index');
+    indexes.set(template, parsed);
+  }
 
   // The other statements, in one batch; each belongs to the text item its end falls in.
   const starts: number[] = [];
@@ -236,7 +278,7 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): CatalogStat
       continue;
     }
     if (isIndex(it)) {
-      const parsed = indexes.get(indexKey(templates.get(it) ?? '')) as ParsedStatement;
+      const parsed = indexes.get(templates.get(it) ?? '') as ParsedStatement;
       const rv = record(record(parsed.node['relation'])['RangeVar']);
       const node: AstNode = {
         ...parsed.node,
@@ -255,12 +297,9 @@ export function parseByPieces(catalogItems: readonly CatalogItem[]): CatalogStat
           relation: { RangeVar: { ...relation, schemaname: it.schema, relname: it.name } },
         },
       },
-      columns: it.columns.map((c) => ({
-        name: c.name,
-        def: record(record(pieces.get(columnKey(c.body)))['ColumnDef']),
-      })),
+      columns: it.columns.map((c) => ({ name: c.name, def: columns.get(c.body) as AstNode })),
       constraints: it.constraints.map((c) => {
-        const con = record(record(pieces.get(constraintKey(bodyOf(c))))['Constraint']);
+        const con = constraints.get(constraintBodies.get(c) ?? '') as AstNode;
         const fk = foreignKeys.get(c);
         return {
           name: c.name,

@@ -432,7 +432,8 @@ export function modelFromCatalog(
     }));
     for (const con of cons.get(oid) ?? [])
       comment(`CONSTRAINT ${quoteIdent(str(con['name']))} ON ${q}`, con['comment']);
-    const elements = [
+    // Written out only for a table read as text: a plain table is handed on as its pieces.
+    const elements = () => [
       ...columns.map((x) => `${quoteIdent(x.name)} ${x.body}`),
       ...constraints.map((x) => `CONSTRAINT ${quoteIdent(x.name)} ${x.body}`),
     ];
@@ -444,13 +445,13 @@ export function modelFromCatalog(
     const unlogged = r['persistence'] === 'u' ? 'UNLOGGED ' : '';
     if (partition) {
       // Its columns are its parent's (the columns query leaves them out); its own constraints are listed.
-      const own = elements.length > 0 ? ` (${elements.join(', ')})` : '';
+      const own = columns.length + constraints.length > 0 ? ` (${elements().join(', ')})` : '';
       partitions.push(
         `CREATE ${unlogged}TABLE ${q} PARTITION OF ${str(r['part_parent'])}${own} ${str(r['part_bound'])}${partitionBy}${storage};`,
       );
     } else if (partitionBy === '' && storage === '' && unlogged === '')
       out.push({ schema, name, columns, constraints });
-    else out.push(`CREATE ${unlogged}TABLE ${q} (${elements.join(', ')})${partitionBy}${storage};`);
+    else out.push(`CREATE ${unlogged}TABLE ${q} (${elements().join(', ')})${partitionBy}${storage};`);
     comment(`TABLE ${q}`, r['comment']);
     for (const i of idx.get(oid) ?? []) {
       if (partition) partitions.push(`${str(i['def'])};`);
