@@ -15,7 +15,15 @@ import type {
   Table,
   View,
 } from './model.ts';
-import { DEFAULT_SCHEMA, constraintKey, indexKey, objectKey, sameType } from './model.ts';
+import {
+  DEFAULT_SCHEMA,
+  constraintKey,
+  indexKey,
+  objectKey,
+  sameConstraint,
+  sameIndex,
+  sameType,
+} from './model.ts';
 import { applyRenames } from './renames.ts';
 import { ObjectPlan, objectPhase } from './diff-objects.ts';
 
@@ -597,13 +605,13 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   const validateCons: Constraint[] = [];
   for (const [l, d] of cons.matched) {
     if (l.kind === 'PrimaryKey' && d.kind === 'PrimaryKey' && d.name === undefined) {
-      if (constraintKey(l) !== constraintKey(d)) {
+      if (!sameConstraint(l, d)) {
         dropCons.push(l);
         addCons.push(d);
       }
       continue;
     }
-    if (constraintKey(l) !== constraintKey(d)) {
+    if (!sameConstraint(l, d)) {
       dropCons.push(l);
       addCons.push(d);
     } else if (isNotValid(l) && !isNotValid(d) && l.name !== undefined)
@@ -613,7 +621,7 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   const dropIdx: Index[] = [...idx.removed];
   const addIdx: Index[] = [...idx.added];
   for (const [l, d] of idx.matched) {
-    if (indexKey(l) !== indexKey(d)) {
+    if (!sameIndex(l, d)) {
       dropIdx.push(l);
       addIdx.push(d);
     } else if (l.comment !== d.comment && d.name !== undefined) {
@@ -627,17 +635,24 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   // A PK present on both sides but unnamed in the desired state matches by kind.
   const livePk = dropCons.find((c) => c.kind === 'PrimaryKey');
   const newPk = addCons.find((c) => c.kind === 'PrimaryKey');
-  if (livePk && newPk && newPk.name === undefined && constraintKey(livePk) === constraintKey(newPk)) {
+  if (livePk && newPk && newPk.name === undefined && sameConstraint(livePk, newPk)) {
     dropCons.splice(dropCons.indexOf(livePk), 1);
     addCons.splice(addCons.indexOf(newPk), 1);
   }
   for (const c of sortConstraints(dropCons)) push({ kind: 'DropConstraint', table: tr, constraint: c });
   for (const i of sortIndexes(dropIdx)) push({ kind: 'DropIndex', table: tr, index: i });
 
-  const liveCols = new Map(live.columns.map((c) => [c.name, c]));
-  const desiredCols = new Set(t.columns.map((c) => c.name));
-  for (const c of t.columns) {
-    const l = liveCols.get(c.name);
+  // Columns most often come in the same order on both sides: each is looked for at its own position first,
+  // and the maps are made only when one is not there.
+  let liveCols: Map<string, Column> | undefined;
+  let matchedInPlace = live.columns.length === t.columns.length;
+  for (const [at, c] of t.columns.entries()) {
+    const inPlace = live.columns[at];
+    if (inPlace?.name !== c.name) matchedInPlace = false;
+    const l =
+      inPlace?.name === c.name
+        ? inPlace
+        : (liveCols ??= new Map(live.columns.map((x) => [x.name, x]))).get(c.name);
     if (!l) {
       push({ kind: 'AddColumn', table: tr, column: c, tableIsNew: false });
       pushColumnComment(tr, c, push);
@@ -645,15 +660,24 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
     }
     retyped = diffColumn(tr, l, c, push) || retyped;
   }
-  // Generated columns go first: a column they are computed from cannot be dropped while they exist.
-  const dropOrder = [...live.columns.filter((c) => c.generated), ...live.columns.filter((c) => !c.generated)];
-  for (const l of dropOrder) {
-    if (!desiredCols.has(l.name)) {
-      push({ kind: 'DropColumn', table: tr, column: l });
-      retyped = true;
+  if (!matchedInPlace) {
+    const desiredCols = new Set(t.columns.map((c) => c.name));
+    // Generated columns go first: a column they are computed from cannot be dropped while they exist.
+    const dropOrder = [
+      ...live.columns.filter((c) => c.generated),
+      ...live.columns.filter((c) => !c.generated),
+    ];
+    for (const l of dropOrder) {
+      if (!desiredCols.has(l.name)) {
+        push({ kind: 'DropColumn', table: tr, column: l });
+        retyped = true;
+      }
     }
   }
-  if (JSON.stringify(sortedOptions(live.options)) !== JSON.stringify(sortedOptions(t.options)))
+  if (
+    (live.options !== undefined || t.options !== undefined) &&
+    JSON.stringify(sortedOptions(live.options)) !== JSON.stringify(sortedOptions(t.options))
+  )
     push({ kind: 'AlterTableOptions', table: tr, from: live.options ?? {}, options: t.options ?? {} });
   for (const c of sortConstraints(addCons)) push({ kind: 'AddConstraint', table: tr, constraint: c });
   for (const c of validateCons) push({ kind: 'ValidateConstraint', table: tr, constraint: c });

@@ -389,7 +389,19 @@ export function emptyModel(defaultSchema: string = DEFAULT_SCHEMA): SchemaModel 
  * with a separator is ambiguous ("a.b"."c" and "a"."b.c" would meet); a JSON array keeps the parts apart.
  */
 export function objectKey(schema: string, name: string): string {
-  return JSON.stringify([schema, name]);
+  // As JSON.stringify writes it, without the array: most names have nothing it would escape.
+  return writtenAsIs(schema) && writtenAsIs(name)
+    ? `["${schema}","${name}"]`
+    : JSON.stringify([schema, name]);
+}
+
+/** Whether JSON.stringify writes the text as itself: no quote, backslash, control character or surrogate. */
+function writtenAsIs(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x20 || unit === 0x22 || unit === 0x5c || (unit >= 0xd800 && unit <= 0xdfff)) return false;
+  }
+  return true;
 }
 
 /** A type's comparison key; structural like every key here, so no name's characters can fake a boundary. */
@@ -406,24 +418,33 @@ export function sameType(a: TypeRef, b: TypeRef): boolean {
 
 /** A constraint's definition without its name: what matching by content compares. */
 export function constraintKey(c: Constraint): string {
+  return JSON.stringify(constraintParts(c));
+}
+
+/** `constraintKey(a) === constraintKey(b)`, without writing either (a no-op plan compares every one). */
+export function sameConstraint(a: Constraint, b: Constraint): boolean {
+  return a.kind === b.kind && sameJson(constraintParts(a), constraintParts(b));
+}
+
+function constraintParts(c: Constraint): unknown[] {
   switch (c.kind) {
     case 'PrimaryKey':
-      return JSON.stringify(['pk', c.columns, ...storageKey(c.storage)]);
+      return ['pk', c.columns, ...storageKey(c.storage)];
     case 'Unique':
-      return JSON.stringify([
+      return [
         'uq',
         c.columns,
         c.nullsNotDistinct,
         c.deferrable,
         c.initiallyDeferred,
         ...storageKey(c.storage),
-      ]);
+      ];
     case 'Check':
-      return JSON.stringify(['ck', c.expression.key, ...(c.noInherit === true ? ['no inherit'] : [])]);
+      return ['ck', c.expression.key, ...(c.noInherit === true ? ['no inherit'] : [])];
     case 'Exclusion':
-      return JSON.stringify(['ex', c.definition.key]);
+      return ['ex', c.definition.key];
     case 'ForeignKey':
-      return JSON.stringify([
+      return [
         'fk',
         c.columns,
         c.refSchema,
@@ -434,9 +455,27 @@ export function constraintKey(c: Constraint): string {
         c.matchFull,
         c.deferrable,
         c.initiallyDeferred,
-      ]);
+      ];
   }
 }
+
+/**
+ * `JSON.stringify(a) === JSON.stringify(b)` for what keys are made of (primitives and arrays of them),
+ * compared in place: an array's undefined, and a number JSON cannot write, are written as null.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i] as unknown, b[i] as unknown)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  if (typeof a === 'object' && a !== null) return JSON.stringify(a) === JSON.stringify(b);
+  return asJsonScalar(a) === asJsonScalar(b);
+}
+
+const asJsonScalar = (v: unknown) =>
+  v === undefined || (typeof v === 'number' && !Number.isFinite(v)) ? null : v;
 
 /** Storage parameters join a constraint's key only when there are some, so other keys keep their shape. */
 function storageKey(storage: readonly string[] | undefined): (readonly string[])[] {
@@ -444,6 +483,15 @@ function storageKey(storage: readonly string[] | undefined): (readonly string[])
 }
 
 export function indexKey(i: Index): string {
+  return JSON.stringify(indexParts(i));
+}
+
+/** `indexKey(a) === indexKey(b)`, without writing either. */
+export function sameIndex(a: Index, b: Index): boolean {
+  return sameJson(indexParts(a), indexParts(b));
+}
+
+function indexParts(i: Index): unknown[] {
   const keys = i.keys.map((k) => [
     k.column ?? null,
     k.expression?.key ?? null,
@@ -453,7 +501,7 @@ export function indexKey(i: Index): string {
     k.nulls ?? null,
     k.length ?? null,
   ]);
-  return JSON.stringify([
+  return [
     i.unique,
     i.method,
     keys,
@@ -462,5 +510,5 @@ export function indexKey(i: Index): string {
     i.nullsNotDistinct,
     i.invisible ?? false,
     i.storage ?? [],
-  ]);
+  ];
 }
