@@ -646,7 +646,8 @@ function diffTable(live: Table, t: Table, push: (c: Change) => void): boolean {
   // and the maps are made only when one is not there.
   let liveCols: Map<string, Column> | undefined;
   let matchedInPlace = live.columns.length === t.columns.length;
-  for (const [at, c] of t.columns.entries()) {
+  for (let at = 0; at < t.columns.length; at++) {
+    const c = t.columns[at] as Column;
     const inPlace = live.columns[at];
     if (inPlace?.name !== c.name) matchedInPlace = false;
     const l =

@@ -123,21 +123,30 @@ interface Site {
   readonly context?: TypeRef;
 }
 
-function sitesOf(t: Table): { column: Map<string, Site>; check: Map<Constraint, Site> } {
-  const columns = new Map(t.columns.map((c) => [c.name, c]));
-  const column = new Map<string, Site>();
-  const check = new Map<Constraint, Site>();
+/** The table's literal sites, or undefined when it has none (most tables: nothing is made for them). */
+function sitesOf(t: Table): { column: Map<string, Site>; check: Map<Constraint, Site> } | undefined {
+  let sites: { column: Map<string, Site>; check: Map<Constraint, Site> } | undefined;
+  let columns: Map<string, Column> | undefined;
+  const found = () => {
+    columns ??= new Map(t.columns.map((c) => [c.name, c]));
+    sites ??= { column: new Map(), check: new Map() };
+    return { columns, sites };
+  };
   for (const c of t.columns) {
     if (c.default === undefined || !(c.default.text.includes("'") && isServerSpelled(c.type))) continue;
     const tree = treeOf(c.default);
-    if (tree !== undefined) column.set(c.name, { tree, columns, context: c.type });
+    if (tree === undefined) continue;
+    const at = found();
+    at.sites.column.set(c.name, { tree, columns: at.columns, context: c.type });
   }
   for (const c of t.constraints) {
     if (c.kind !== 'Check' || !c.expression.text.includes("'")) continue;
     const tree = treeOf(c.expression);
-    if (tree !== undefined) check.set(c, { tree, columns });
+    if (tree === undefined) continue;
+    const at = found();
+    at.sites.check.set(c, { tree, columns: at.columns });
   }
-  return { column, check };
+  return sites;
 }
 
 /** SQLSTATEs of a literal the server cannot read as its type (or a type it does not know). */
@@ -167,7 +176,11 @@ async function askServer(session: Session, asks: readonly Ask[]): Promise<Map<st
 /** The model with every date, time or money literal of a check or default keyed by the value the server stores. */
 export async function normaliseTemporalLiterals(session: Session, model: SchemaModel): Promise<SchemaModel> {
   const ds = model.defaultSchema;
-  const sites = new Map(model.tables.map((t) => [t, sitesOf(t)]));
+  const sites = new Map<Table, NonNullable<ReturnType<typeof sitesOf>>>();
+  for (const t of model.tables) {
+    const found = sitesOf(t);
+    if (found !== undefined) sites.set(t, found);
+  }
   const asks = new Map<string, Ask>();
   const collect = (s: Site) => {
     walk(
@@ -207,7 +220,7 @@ export async function normaliseTemporalLiterals(session: Session, model: SchemaM
     ...model,
     tables: model.tables.map((t) => {
       const s = sites.get(t);
-      if (s === undefined || (s.column.size === 0 && s.check.size === 0)) return t;
+      if (s === undefined) return t;
       return {
         ...t,
         columns: t.columns.map((c) => {
