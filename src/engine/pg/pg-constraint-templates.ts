@@ -24,7 +24,8 @@ export interface ConstraintTemplate {
   readonly references?: { readonly schema?: string; readonly table: string };
 }
 
-const IDENT = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")`;
+/** A plain or quoted identifier, as PostgreSQL's scanner reads one (ASCII only: the texts read here are). */
+export const IDENT = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")`;
 const NAMED = new RegExp(String.raw`CONSTRAINT\s+(${IDENT})\s+`, 'iy');
 const REFERENCES_WORD = /\bREFERENCES\b/gi;
 const REFERENCED = new RegExp(String.raw`REFERENCES\s+(${IDENT})(?:\s*\.\s*(${IDENT}))?\s*\(`, 'iy');
@@ -32,7 +33,7 @@ const REFERENCED = new RegExp(String.raw`REFERENCES\s+(${IDENT})(?:\s*\.\s*(${ID
 const NAME_BYTES = 63;
 
 /** The name the parser reads from a plain or quoted identifier, or undefined where that is not sure. */
-function nameOf(ident: string): string | undefined {
+export function nameOf(ident: string): string | undefined {
   const name = ident.startsWith('"')
     ? ident.slice(1, -1).replace(/""/g, '"')
     : keywordKindOf(ident) === 'NO_KEYWORD'

@@ -7,6 +7,7 @@ import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { ensureParser, parseSync } from './pg-parser.ts';
 import { tableBodiesApart } from './pg-table-bodies.ts';
 import { type ConstraintTemplate, constraintTemplate, withNames } from './pg-constraint-templates.ts';
+import { withIndexNames } from './pg-index-templates.ts';
 import { DesiredStateError } from '../desired-state-error.ts';
 import {
   DEFAULT_STATISTICS,
@@ -280,18 +281,39 @@ function withElementsApart(
       for (const e of b.elements) if (!templates.has(e)) templates.set(e, constraintTemplate(e));
     const keyOf = (e: string) => templates.get(e)?.text ?? e;
     const fresh = [...new Set([...templates.keys()].map(keyOf))].filter((k) => !parsed.has(k));
-    if (fresh.length > 0) {
-      const stmts = parseTree(fresh.map((e) => `CREATE TABLE x (${e});`).join('\n')).stmts ?? [];
-      if (stmts.length !== fresh.length) return undefined;
-      const nodes = stmts.map((s) => {
+    // Index templates share the map: each starts `CREATE`, which no element text can.
+    const freshIndexes = [...new Set(apart.indexes.map((i) => i.template.text))].filter(
+      (k) => !parsed.has(k),
+    );
+    if (fresh.length + freshIndexes.length > 0) {
+      const stmts =
+        parseTree([...fresh.map((e) => `CREATE TABLE x (${e});`), ...freshIndexes].join('\n')).stmts ?? [];
+      if (stmts.length !== fresh.length + freshIndexes.length) return undefined;
+      const nodes = stmts.map((s, i) => {
+        if (i >= fresh.length) return isRecord(s.stmt['IndexStmt']) ? s.stmt['IndexStmt'] : undefined;
         const create = s.stmt['CreateStmt'];
         const elts = isRecord(create) ? create['tableElts'] : undefined;
         return Array.isArray(elts) && elts.length === 1 && isRecord(elts[0]) ? elts[0] : undefined;
       });
       if (nodes.some((n) => n === undefined)) return undefined;
-      fresh.forEach((e, i) => parsed.set(e, nodes[i] as AstNode));
+      [...fresh, ...freshIndexes].forEach((e, i) => parsed.set(e, nodes[i] as AstNode));
     }
-    const tree = parseTree(apart.text);
+    // Each taken index statement goes back among the others where the parser would have placed it.
+    const indexStatements: { stmt: AstNode; stmt_location: number; stmt_len: number }[] = [];
+    for (const i of apart.indexes) {
+      const node = withIndexNames(parsed.get(i.template.text) as AstNode, i.template);
+      if (node === undefined) return undefined;
+      indexStatements.push({ stmt: { IndexStmt: node }, stmt_location: i.from, stmt_len: i.end - i.from });
+    }
+    const parsedText = parseTree(apart.text);
+    const tree: ParseTree =
+      indexStatements.length === 0
+        ? parsedText
+        : {
+            stmts: [...(parsedText.stmts ?? []), ...indexStatements].sort(
+              (a, b) => (a.stmt_location ?? 0) - (b.stmt_location ?? 0),
+            ),
+          };
     if (!isLast && !endsAtItsCut(tree, apart.text)) return undefined;
     const out: ParsedStatement[] = [];
     let taken = 0;

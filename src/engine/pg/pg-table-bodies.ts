@@ -14,13 +14,24 @@
  * must parse as one table element) is never used: the caller parses the text as written.
  */
 import { statementEndAfter } from './pg-statement-ends.ts';
+import { type IndexTemplate, indexTemplate } from './pg-index-templates.ts';
 
-/** A text with some CREATE TABLE bodies blanked, and those bodies' elements. */
+/** A text with some CREATE TABLE bodies and CREATE INDEX statements blanked, and what was taken. */
 export interface TableBodiesApart {
-  /** The text with each taken body blanked: same length, same lines, same byte offsets. */
+  /** The text with each taken body and index statement blanked: same length, same lines, same byte offsets. */
   readonly text: string;
   /** In text order: the UTF-8 byte offset of each taken body's `(`, and its elements' texts in order. */
   readonly bodies: readonly { readonly byteOffset: number; readonly elements: readonly string[] }[];
+  /**
+   * In text order: each taken index statement's template (pg-index-templates.ts), and where the parser would
+   * place it: from just after the previous statement's `;` (its stmt_location) to its own `;` (UTF-8
+   * bytes). Its `;` stays in the text, so the statements after it keep their places.
+   */
+  readonly indexes: readonly {
+    readonly from: number;
+    readonly end: number;
+    readonly template: IndexTemplate;
+  }[];
 }
 
 const IDENT = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")`;
@@ -119,9 +130,16 @@ function bodyAt(
 export function tableBodiesApart(text: string): TableBodiesApart | undefined {
   if (text.includes('ptah:')) return undefined;
   const bodies: { byteOffset: number; elements: string[] }[] = [];
-  const blanks: { open: number; close: number }[] = [];
+  const indexes: { from: number; end: number; template: IndexTemplate }[] = [];
+  // Ranges [from, to) blanked, in text order.
+  const blanks: { from: number; to: number }[] = [];
   let byteOffset = 0;
   let counted = 0;
+  const bytesTo = (at: number) => {
+    byteOffset += Buffer.byteLength(text.slice(counted, at));
+    counted = at;
+    return byteOffset;
+  };
   for (let from = 0; from < text.length;) {
     const start = pastBlankLines(text, from);
     TABLE_HEAD.lastIndex = start;
@@ -131,28 +149,36 @@ export function tableBodiesApart(text: string): TableBodiesApart | undefined {
       const body = bodyAt(text, open, text.length);
       const end = body === undefined ? -1 : pastSpaces(text, body.close + 1);
       if (body !== undefined && text.charCodeAt(end) === SEMICOLON && text.charCodeAt(end + 1) === NEWLINE) {
-        const { close, elements } = body;
-        byteOffset += Buffer.byteLength(text.slice(counted, open));
-        counted = open;
-        bodies.push({ byteOffset, elements });
-        blanks.push({ open, close });
+        bodies.push({ byteOffset: bytesTo(open), elements: body.elements });
+        blanks.push({ from: open + 1, to: body.close });
         from = end + 1;
         continue;
       }
     }
     const end = statementEndAfter(text, from, from);
     if (end < 0) break;
+    INDEX_HEAD.lastIndex = start;
+    const template = INDEX_HEAD.test(text) ? indexTemplate(text.slice(start, end)) : undefined;
+    if (template !== undefined) {
+      const fromByte = bytesTo(from);
+      indexes.push({ from: fromByte, end: bytesTo(end), template });
+      blanks.push({ from: start, to: end });
+    }
     from = end + 1;
   }
-  if (bodies.length === 0) return undefined;
+  if (bodies.length === 0 && indexes.length === 0) return undefined;
   const parts: string[] = [];
   let at = 0;
-  for (const { open, close } of blanks) {
-    parts.push(text.slice(at, open + 1));
-    for (const line of text.slice(open + 1, close).split('\n')) parts.push(' '.repeat(line.length), '\n');
+  for (const blank of blanks) {
+    parts.push(text.slice(at, blank.from));
+    for (const line of text.slice(blank.from, blank.to).split('\n'))
+      parts.push(' '.repeat(line.length), '\n');
     parts.pop();
-    at = close;
+    at = blank.to;
   }
   parts.push(text.slice(at));
-  return { text: parts.join(''), bodies };
+  return { text: parts.join(''), bodies, indexes };
 }
+
+/** A statement that may be an index statement: the template's reading decides. */
+const INDEX_HEAD = /CREATE\s+(?:UNIQUE\s+)?INDEX\s/iy;

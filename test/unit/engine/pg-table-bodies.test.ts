@@ -5,7 +5,8 @@ import { describe, test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { canonicalJson } from '../../../src/engine/canonical-json.ts';
 import { DesiredStateBuilder, loadDesiredSql } from '../../../src/engine/pg/pg-desired.ts';
-import { ensureParser } from '../../../src/engine/pg/pg-parser.ts';
+import { ensureParser, parseSync } from '../../../src/engine/pg/pg-parser.ts';
+import { indexTemplate } from '../../../src/engine/pg/pg-index-templates.ts';
 import { tableBodiesApart } from '../../../src/engine/pg/pg-table-bodies.ts';
 import { constraintTemplate } from '../../../src/engine/pg/pg-constraint-templates.ts';
 
@@ -221,5 +222,81 @@ describe('constraintTemplate: a constraint parsed once per shape, its own names 
     );
     assert.equal(badFast, badWhole);
     assert.match(badFast, /^error: /);
+  });
+});
+
+describe('indexTemplate: an index statement parsed once per shape, its own names put back', () => {
+  test('the names come out as the parser reads them', () => {
+    assert.deepEqual(indexTemplate('CREATE INDEX Ix_User ON public.t USING btree (user_id)'), {
+      text: 'CREATE INDEX i ON s.t USING btree (user_id);',
+      name: 'ix_user',
+      schema: 'public',
+      table: 't',
+    });
+    assert.deepEqual(indexTemplate('CREATE UNIQUE INDEX "a ""b""" ON ONLY "User"(lower(name))'), {
+      text: 'CREATE UNIQUE INDEX i ON ONLY t(lower(name));',
+      name: 'a "b"',
+      table: 'User',
+    });
+  });
+
+  test('a statement the reading is not sure of stays as written', () => {
+    for (const sql of [
+      'CREATE INDEX CONCURRENTLY ix ON t (a)',
+      'CREATE INDEX IF NOT EXISTS ix ON t (a)',
+      'CREATE INDEX ON t (a)',
+      'CREATE INDEX index ON t (a)',
+      'CREATE INDEX ix ON user (a)',
+      `CREATE INDEX ${'x'.repeat(64)} ON t (a)`,
+      "CREATE INDEX ix ON t (a) WHERE b <> ';'",
+      'CREATE INDEX ix ON t (a) -- why',
+      "CREATE INDEX ix ON t (a) WHERE b <> 'é'",
+      "CREATE INDEX ix ON t (a) WHERE b <> E'\\\\'",
+    ])
+      assert.equal(indexTemplate(sql), undefined, sql);
+  });
+
+  test('a taken statement is blanked but its ; stays, and its place is the one the parser gives', async () => {
+    await ensureParser();
+    const sql = "-- café\nCREATE TABLE t (a int);\nCREATE INDEX ix ON t (a);\nCOMMENT ON TABLE t IS 'x';\n";
+    const apart = tableBodiesApart(sql);
+    assert.equal(apart?.indexes.length, 1);
+    assert.equal(apart?.text.length, sql.length);
+    assert.match(apart?.text ?? '', /\n {24};\nCOMMENT/);
+    const tree = parseSync(sql) as { stmts: { stmt_location?: number; stmt_len: number }[] };
+    const parsed = tree.stmts[1];
+    assert.deepEqual(
+      { from: apart?.indexes[0]?.from, end: apart?.indexes[0]?.end },
+      { from: parsed?.stmt_location, end: (parsed?.stmt_location ?? 0) + (parsed?.stmt_len ?? 0) },
+    );
+  });
+
+  test('tables whose index statements share a template load as the whole text does, problems included', async () => {
+    await ensureParser();
+    const sql = [
+      '-- naïve comment: byte offsets after it count two bytes for one character',
+      'CREATE SCHEMA app;',
+      'CREATE TABLE app.p (id int, name text, code text);',
+      'CREATE TABLE "user" (id int, name text);',
+      'CREATE TABLE q (id int, name text);',
+      'CREATE INDEX p_name ON app.p USING btree (name);',
+      "CREATE UNIQUE INDEX p_code ON ONLY app.p (code) WHERE code <> '';",
+      'CREATE INDEX User_Name ON "user" (lower(name));',
+      'CREATE INDEX q_name ON q (lower(name));',
+      'CREATE INDEX q_id ON q (id DESC NULLS LAST) WITH (fillfactor = 70);',
+      'CREATE INDEX q_a ON q (id); CREATE INDEX q_b ON q (name);',
+      'CREATE INDEX index ON q (id);',
+      "COMMENT ON INDEX q_name IS 'by name';",
+    ].join('\n');
+    const [fast, whole] = await bothWays(sql + '\n');
+    assert.equal(fast, whole);
+    assert.match(fast, /"name":"user_name"/);
+    assert.match(fast, /"name":"p_name"[^}]*/);
+    // The names put back are the statement's own: a table's index is on that table.
+    const [missing, missingWhole] = await bothWays(
+      'CREATE TABLE a (id int);\nCREATE INDEX b_id ON b (id);\n',
+    );
+    assert.equal(missing, missingWhole);
+    assert.match(missing, /^error: .*\bb\b/);
   });
 });
