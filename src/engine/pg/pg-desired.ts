@@ -258,11 +258,12 @@ interface ParseTree {
 }
 
 /**
- * A piece's statements with its plain tables' bodies parsed apart (pg-table-bodies.ts): each element text
- * not yet in `parsed` is parsed once, all of them in one batch, and each table gets the shared nodes.
- * Undefined when the piece has no such table, or when anything is not as the reading expected (an element
- * that is not one table element, a body that does not land in its CREATE TABLE): the caller then parses the
- * piece as written, which also reports any syntax error as it always has.
+ * A piece's statements with its plain tables' bodies and index statements parsed apart (pg-table-bodies.ts):
+ * each element text, constraint template and index template not yet in `parsed` is parsed once, all of
+ * them in one batch, and each table and index gets the shared nodes with its own names. Undefined when the
+ * piece has neither, or when anything is not as the reading expected (an element that is not one table
+ * element, a template that does not read its fixed names, a body that does not land in its CREATE TABLE):
+ * the caller then parses the piece as written, which also reports any syntax error as it always has.
  */
 function withElementsApart(
   piece: { text: string; byteOffset: number },
