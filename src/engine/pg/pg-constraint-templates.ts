@@ -12,8 +12,8 @@
  * most 63 characters (a longer one is cut, with a notice). The text is ASCII (pg-table-bodies.ts refuses
  * anything else), so characters are bytes.
  */
-import { keywordKindOf } from '@pgsql/quotes';
-import type { AstNode } from './pg-normalize.ts';
+import { type AstNode, isRecord } from './pg-normalize.ts';
+import { IDENT, nameOf, withRelationNames } from './pg-template-names.ts';
 
 export interface ConstraintTemplate {
   /** `CONSTRAINT c <body>`, a foreign key's referenced table written `r` or `s.r`. */
@@ -24,23 +24,9 @@ export interface ConstraintTemplate {
   readonly references?: { readonly schema?: string; readonly table: string };
 }
 
-/** A plain or quoted identifier, as PostgreSQL's scanner reads one (ASCII only: the texts read here are). */
-export const IDENT = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")`;
 const NAMED = new RegExp(String.raw`CONSTRAINT\s+(${IDENT})\s+`, 'iy');
 const REFERENCES_WORD = /\bREFERENCES\b/gi;
 const REFERENCED = new RegExp(String.raw`REFERENCES\s+(${IDENT})(?:\s*\.\s*(${IDENT}))?\s*\(`, 'iy');
-/** PostgreSQL's NAMEDATALEN - 1. */
-const NAME_BYTES = 63;
-
-/** The name the parser reads from a plain or quoted identifier, or undefined where that is not sure. */
-export function nameOf(ident: string): string | undefined {
-  const name = ident.startsWith('"')
-    ? ident.slice(1, -1).replace(/""/g, '"')
-    : keywordKindOf(ident) === 'NO_KEYWORD'
-      ? ident.toLowerCase()
-      : undefined;
-  return name !== undefined && name.length <= NAME_BYTES ? name : undefined;
-}
 
 /** The element's template, or undefined unless it is a named constraint whose name can be taken out. */
 export function constraintTemplate(element: string): ConstraintTemplate | undefined {
@@ -67,8 +53,6 @@ export function constraintTemplate(element: string): ConstraintTemplate | undefi
   };
 }
 
-const isRecord = (x: unknown): x is AstNode => typeof x === 'object' && x !== null && !Array.isArray(x);
-
 /**
  * The template's parsed element (`{ Constraint: ... }`) with the constraint's own names put back; undefined
  * when the parse did not read the fixed names where they were put (the caller then parses the text as
@@ -79,17 +63,6 @@ export function withNames(parsed: AstNode, template: ConstraintTemplate): AstNod
   if (!isRecord(con) || con['conname'] !== 'c') return undefined;
   const refs = template.references;
   if (refs === undefined) return { Constraint: { ...con, conname: template.name } };
-  const pk = con['pktable'];
-  if (
-    !isRecord(pk) ||
-    pk['relname'] !== 'r' ||
-    pk['schemaname'] !== (refs.schema === undefined ? undefined : 's')
-  )
-    return undefined;
-  const pktable = {
-    ...pk,
-    relname: refs.table,
-    ...(refs.schema === undefined ? {} : { schemaname: refs.schema }),
-  };
-  return { Constraint: { ...con, conname: template.name, pktable } };
+  const pktable = withRelationNames(con['pktable'], 'r', refs);
+  return pktable === undefined ? undefined : { Constraint: { ...con, conname: template.name, pktable } };
 }

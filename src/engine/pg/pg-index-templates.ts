@@ -8,10 +8,10 @@
  *
  * Taken only where the reading is sure to be the parser's: the statement is ASCII with no comment, dollar
  * quote, backslash or other `;`, and its names are plain words that are no keyword, or quoted names, of at
- * most 63 characters (pg-constraint-templates.ts reads them).
+ * most 63 characters (pg-template-names.ts reads them).
  */
-import type { AstNode } from './pg-normalize.ts';
-import { IDENT, nameOf } from './pg-constraint-templates.ts';
+import { type AstNode, isRecord } from './pg-normalize.ts';
+import { IDENT, nameOf, withRelationNames } from './pg-template-names.ts';
 
 export interface IndexTemplate {
   /** `CREATE [UNIQUE] INDEX i ON [ONLY] [s.]t ...;` */
@@ -50,8 +50,6 @@ export function indexTemplate(sql: string): IndexTemplate | undefined {
   };
 }
 
-const isRecord = (x: unknown): x is AstNode => typeof x === 'object' && x !== null && !Array.isArray(x);
-
 /**
  * The template's parsed IndexStmt with the statement's own names put back; undefined when the parse did
  * not read the fixed names where they were put.
@@ -59,17 +57,7 @@ const isRecord = (x: unknown): x is AstNode => typeof x === 'object' && x !== nu
 export function withIndexNames(parsed: AstNode, template: IndexTemplate): AstNode | undefined {
   const wrapped = isRecord(parsed['relation']) && isRecord(parsed['relation']['RangeVar']);
   const rv = wrapped ? (parsed['relation'] as AstNode)['RangeVar'] : parsed['relation'];
-  if (
-    parsed['idxname'] !== 'i' ||
-    !isRecord(rv) ||
-    rv['relname'] !== 't' ||
-    rv['schemaname'] !== (template.schema === undefined ? undefined : 's')
-  )
-    return undefined;
-  const relation = {
-    ...rv,
-    relname: template.table,
-    ...(template.schema === undefined ? {} : { schemaname: template.schema }),
-  };
+  const relation = parsed['idxname'] === 'i' ? withRelationNames(rv, 't', template) : undefined;
+  if (relation === undefined) return undefined;
   return { ...parsed, idxname: template.name, relation: wrapped ? { RangeVar: relation } : relation };
 }

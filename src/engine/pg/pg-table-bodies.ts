@@ -15,6 +15,7 @@
  */
 import { statementEndAfter } from './pg-statement-ends.ts';
 import { type IndexTemplate, indexTemplate } from './pg-index-templates.ts';
+import { IDENT } from './pg-template-names.ts';
 
 /** A text with some CREATE TABLE bodies and CREATE INDEX statements blanked, and what was taken. */
 export interface TableBodiesApart {
@@ -34,7 +35,6 @@ export interface TableBodiesApart {
   }[];
 }
 
-const IDENT = String.raw`(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")`;
 const TABLE_HEAD = new RegExp(
   String.raw`CREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?${IDENT}(?:\s*\.\s*${IDENT})?\s*\(`,
   'iy',
