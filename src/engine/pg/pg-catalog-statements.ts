@@ -24,6 +24,7 @@ import {
   parseStatements,
 } from './pg-desired.ts';
 import { quoteIdent } from './pg-normalize.ts';
+import { withRelationNames } from './pg-template-names.ts';
 import type { AstNode } from './pg-normalize.ts';
 
 /** A plain table's CREATE TABLE, as the names and element bodies it is written from. */
@@ -172,12 +173,11 @@ const record = (x: unknown): AstNode => x as AstNode;
  * where it was put throws (the caller then parses the whole text).
  */
 function referenced(con: AstNode, fk: ForeignKeyTemplate, c: CatalogConstraint): AstNode {
-  // The parser writes a constraint's referenced table as a bare RangeVar (no `RangeVar` key around it).
-  const rv = record(con['pktable']);
-  if (rv['relname'] !== 'r' || rv['schemaname'] !== (fk.qualified ? 's' : undefined))
-    throw new Error('a catalog foreign key did not parse as its template');
   const { schema, table } = c.references ?? { schema: '', table: '' };
-  return { ...rv, relname: table, ...(fk.qualified ? { schemaname: schema } : {}) };
+  // The parser writes a constraint's referenced table as a bare RangeVar (no `RangeVar` key around it).
+  const rv = withRelationNames(con['pktable'], 'r', fk.qualified ? { schema, table } : { table });
+  if (rv === undefined) throw new Error('a catalog foreign key did not parse as its template');
+  return rv;
 }
 
 /** A statement of the catalog's text, or a table or index as its once-parsed pieces. */
